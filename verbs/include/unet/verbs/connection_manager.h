@@ -1,0 +1,88 @@
+// Connection set-up through rdma_cm: CmListener (listen/accept) and cm_connect(), giving a
+// CmConnection that owns the rdma_cm_id, its event channel and its RC QP.
+//
+// The QP is created by librdmacm on the caller's PD and CQs (the PD's Context must be the device
+// the address resolves to; Context::open() shares librdmacm's contexts, so it is). librdmacm moves
+// the QP through INIT/RTR/RTS. Every event wait has a timeout; failures throw Error naming the
+// event expected and the one received.
+#pragma once
+
+#include <rdma/rdma_cma.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "unet/verbs/queue_pair.h"
+
+namespace unet::verbs {
+
+struct CmParams {
+  std::chrono::milliseconds timeout{5000};  // per step (resolve, connect, accept, disconnect)
+  std::uint8_t responder_resources = 1;
+  std::uint8_t initiator_depth = 1;
+  std::uint8_t retry_count = 7;
+  std::uint8_t rnr_retry_count = 7;
+};
+
+class CmConnection {
+ public:
+  ~CmConnection();
+  CmConnection(const CmConnection&) = delete;
+  CmConnection& operator=(const CmConnection&) = delete;
+
+  QueuePair& qp() noexcept { return *qp_; }
+  rdma_cm_id* native() const noexcept { return id_; }
+  bool connected() const noexcept { return connected_; }
+
+  // Sends a disconnect and waits (up to `timeout`) for RDMA_CM_EVENT_DISCONNECTED. The QP moves
+  // to ERROR: WRs still posted complete with kFlushed. Idempotent.
+  void disconnect(std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for the peer's disconnect. kOk when it came, kTimeout otherwise.
+  Status wait_disconnected(std::chrono::milliseconds timeout) noexcept;
+
+ private:
+  // Made only by CmListener::accept and cm_connect.
+  CmConnection() = default;
+  friend class CmListener;
+  friend std::unique_ptr<CmConnection> cm_connect(std::string_view, std::uint16_t,
+                                                  std::shared_ptr<ProtectionDomain>,
+                                                  const QpConfig&, const CmParams&);
+  // rdma_create_qp on id_ with `config`, adopted into qp_.
+  void create_qp(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config);
+  void set_established() noexcept;
+
+  rdma_event_channel* channel_ = nullptr;
+  rdma_cm_id* id_ = nullptr;
+  std::optional<QueuePair> qp_;
+  bool connected_ = false;
+};
+
+class CmListener {
+ public:
+  // Binds to host:port (port 0 = pick one, see port()) and listens.
+  CmListener(std::string_view host, std::uint16_t port, int backlog = 16);
+  ~CmListener();
+  CmListener(const CmListener&) = delete;
+  CmListener& operator=(const CmListener&) = delete;
+
+  std::uint16_t port() const noexcept;
+  // Waits for a connect request, creates its QP on `pd` with `config`, accepts it and waits for
+  // the connection to be established.
+  std::unique_ptr<CmConnection> accept(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config,
+                                       const CmParams& params = {});
+
+ private:
+  rdma_event_channel* channel_ = nullptr;
+  rdma_cm_id* id_ = nullptr;
+};
+
+// Resolves host:port, creates an RC QP on `pd` with `config` and connects.
+std::unique_ptr<CmConnection> cm_connect(std::string_view host, std::uint16_t port,
+                                         std::shared_ptr<ProtectionDomain> pd,
+                                         const QpConfig& config, const CmParams& params = {});
+
+}  // namespace unet::verbs

@@ -1,0 +1,46 @@
+// Gid: a 16-byte global identifier, and choosing the GID a port should use.
+//
+// GIDs are chosen the way perftest does: skip all-zero entries, prefer a RoCE v2 GID that is an
+// IPv4-mapped address (::ffff:a.b.c.d), then any RoCE v2 GID, then anything else that is valid.
+// An explicit index overrides the choice (and is checked to exist and be non-zero).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace unet::verbs {
+
+class Context;
+
+struct Gid {
+  std::array<std::uint8_t, 16> raw{};
+
+  bool is_zero() const noexcept;
+  bool is_ipv4_mapped() const noexcept;  // ::ffff:a.b.c.d
+  bool operator==(const Gid&) const = default;
+
+  // 32 lowercase hex digits, the bytes in wire order (rdma-core's "wire GID" text format,
+  // as ibv_rc_pingpong exchanges it).
+  std::string to_hex() const;
+  // Inverse of to_hex(); nullopt unless `hex` is exactly 32 hex digits.
+  static std::optional<Gid> from_hex(std::string_view hex) noexcept;
+  // Human form: "::ffff:198.18.0.1" for IPv4-mapped GIDs, else colon-separated IPv6.
+  std::string to_string() const;
+};
+
+enum class GidType : std::uint8_t { kIb, kRoceV1, kRoceV2 };
+
+struct GidEntry {
+  Gid gid;
+  std::uint32_t index = 0;
+  GidType type = GidType::kIb;
+};
+
+// The GID `port` of `ctx` should use. With `index` set, that entry (or Error if it is absent or
+// zero); otherwise the perftest-style choice above. Throws Error when the port has no usable GID.
+GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::uint32_t> index = {});
+
+}  // namespace unet::verbs

@@ -1,0 +1,227 @@
+#include "unet/verbs/connection_manager.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <string>
+
+#include "addr_info.h"
+#include "unet/verbs/error.h"
+
+namespace unet::verbs {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+rdma_event_channel* make_channel(const std::string& object) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  if (!ch)
+    throw_error("rdma_create_event_channel", object, errno,
+                "is the rdma_ucm module loaded and /dev/infiniband/rdma_cm present?");
+  int flags = fcntl(ch->fd, F_GETFL);
+  if (flags < 0 || fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    int err = errno;
+    rdma_destroy_event_channel(ch);
+    throw_error("fcntl(O_NONBLOCK)", object, err);
+  }
+  return ch;
+}
+
+// An event taken from a channel; acknowledged when it goes out of scope.
+struct Event {
+  rdma_cm_event* ev = nullptr;
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (ev) rdma_ack_cm_event(ev);
+  }
+};
+
+// Waits up to `timeout` for the next event. false on timeout.
+bool next_event(rdma_event_channel* ch, std::chrono::milliseconds timeout, Event& out) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (rdma_get_cm_event(ch, &out.ev) == 0) return true;
+    if (errno != EAGAIN) throw_error("rdma_get_cm_event", "event channel", errno);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{ch->fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)
+      throw_error("poll", "rdma_cm event channel", errno);
+  }
+}
+
+// Waits for `expected`; anything else (REJECTED, UNREACHABLE, ADDR_ERROR ...) is an error.
+void expect_event(rdma_event_channel* ch, rdma_cm_event_type expected,
+                  std::chrono::milliseconds timeout, const std::string& object, Event& out) {
+  if (!next_event(ch, timeout, out))
+    throw_error("rdma_cm", object, ETIMEDOUT,
+                std::string("waiting for ") + rdma_event_str(expected));
+  if (out.ev->event != expected)
+    throw_error("rdma_cm", object, out.ev->status < 0 ? -out.ev->status : 0,
+                std::string("expected ") + rdma_event_str(expected) + ", got " +
+                    rdma_event_str(out.ev->event));
+}
+
+rdma_conn_param conn_param(const CmParams& p) {
+  rdma_conn_param c{};
+  c.responder_resources = p.responder_resources;
+  c.initiator_depth = p.initiator_depth;
+  c.retry_count = p.retry_count;
+  c.rnr_retry_count = p.rnr_retry_count;
+  return c;
+}
+
+
+}  // namespace
+
+void CmConnection::create_qp(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config) {
+  std::string object = "rdma_cm id";
+  if (config.type != QpType::kRc) throw_error("rdma_create_qp", object, EINVAL, "only RC is supported");
+  if (!config.send_cq) throw_error("rdma_create_qp", object, EINVAL, "no send CQ given");
+  if (id_->verbs != pd->context().native())
+    throw_error("rdma_create_qp", object, EINVAL,
+                "the address resolves to a different device than the PD's (" + pd->context().name() + ")");
+  const DeviceLimits& l = pd->context().limits();
+  ibv_qp_init_attr attr{};
+  attr.qp_type = IBV_QPT_RC;
+  attr.send_cq = config.send_cq->native();
+  attr.recv_cq = (config.recv_cq ? config.recv_cq : config.send_cq)->native();
+  attr.srq = config.srq ? config.srq->native() : nullptr;
+  attr.sq_sig_all = config.signal_all ? 1 : 0;
+  attr.cap.max_send_wr = Context::clamp(config.max_send_wr, l.max_qp_wr);
+  attr.cap.max_recv_wr = config.srq ? 0 : Context::clamp(config.max_recv_wr, l.max_qp_wr);
+  attr.cap.max_send_sge = Context::clamp(config.max_send_sge, l.max_sge);
+  attr.cap.max_recv_sge = config.srq ? 0 : Context::clamp(config.max_recv_sge, l.max_sge);
+  attr.cap.max_inline_data =
+      config.max_inline_data ? std::min(config.max_inline_data, pd->context().max_inline_data(IBV_QPT_RC)) : 0;
+  if (rdma_create_qp(id_, pd->native(), &attr) != 0) throw_error("rdma_create_qp", object, errno);
+  qp_.emplace(QueuePair::Adopt{}, std::move(pd), config, id_->qp);
+}
+
+void CmConnection::set_established() noexcept {
+  connected_ = true;
+  // librdmacm has taken the QP to RTS; mirror it in the wrapper's state.
+  ibv_qp_attr a{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(id_->qp, &a, IBV_QP_STATE, &init) == 0 && a.qp_state == IBV_QPS_RTS)
+    qp_->mark_state(QpState::kRts);
+}
+
+CmConnection::~CmConnection() {
+  if (connected_) rdma_disconnect(id_);  // no wait: the peer sees DISCONNECTED
+  bool had_qp = qp_.has_value();
+  qp_.reset();
+  if (id_) {
+    if (had_qp) rdma_destroy_qp(id_);
+    rdma_destroy_id(id_);
+  }
+  if (channel_) rdma_destroy_event_channel(channel_);
+}
+
+void CmConnection::disconnect(std::chrono::milliseconds timeout) {
+  if (!connected_) return;
+  if (rdma_disconnect(id_) != 0) throw_error("rdma_disconnect", "rdma_cm connection", errno);
+  connected_ = false;
+  qp_->mark_state(QpState::kError);
+  Event ev;
+  expect_event(channel_, RDMA_CM_EVENT_DISCONNECTED, timeout, "rdma_cm connection", ev);
+}
+
+Status CmConnection::wait_disconnected(std::chrono::milliseconds timeout) noexcept {
+  try {
+    Event ev;
+    if (!next_event(channel_, timeout, ev)) return Status::kTimeout;
+    if (ev.ev->event != RDMA_CM_EVENT_DISCONNECTED) return Status::kInvalidState;
+    connected_ = false;
+    qp_->mark_state(QpState::kError);
+    rdma_disconnect(id_);  // completes our half; the QP is already in ERROR
+    return Status::kOk;
+  } catch (const Error&) {
+    return Status::kDeviceError;
+  }
+}
+
+CmListener::CmListener(std::string_view host, std::uint16_t port, int backlog) {
+  std::string object = "rdma_cm listener " + std::string(host) + ":" + std::to_string(port);
+  channel_ = make_channel(object);
+  try {
+    if (rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP) != 0) throw_error("rdma_create_id", object, errno);
+    AddrInfo ai(host, port, AF_INET, true);
+    if (rdma_bind_addr(id_, ai.list->ai_addr) != 0) throw_error("rdma_bind_addr", object, errno);
+    if (rdma_listen(id_, backlog) != 0) throw_error("rdma_listen", object, errno);
+  } catch (...) {
+    if (id_) rdma_destroy_id(id_);
+    rdma_destroy_event_channel(channel_);
+    throw;
+  }
+}
+
+CmListener::~CmListener() {
+  rdma_destroy_id(id_);
+  rdma_destroy_event_channel(channel_);
+}
+
+std::uint16_t CmListener::port() const noexcept { return ntohs(rdma_get_src_port(id_)); }
+
+std::unique_ptr<CmConnection> CmListener::accept(std::shared_ptr<ProtectionDomain> pd,
+                                                 const QpConfig& config, const CmParams& params) {
+  std::string object = "rdma_cm listener :" + std::to_string(port());
+  std::unique_ptr<CmConnection> conn(new CmConnection());
+  {
+    Event ev;
+    expect_event(channel_, RDMA_CM_EVENT_CONNECT_REQUEST, params.timeout, object, ev);
+    conn->id_ = ev.ev->id;  // a new id for this connection
+  }
+  try {
+    conn->create_qp(std::move(pd), config);
+    rdma_conn_param c = conn_param(params);
+    if (rdma_accept(conn->id_, &c) != 0) throw_error("rdma_accept", object, errno);
+    Event ev;
+    expect_event(channel_, RDMA_CM_EVENT_ESTABLISHED, params.timeout, object, ev);
+  } catch (...) {
+    if (!conn->qp_) rdma_reject(conn->id_, nullptr, 0);
+    throw;  // ~CmConnection destroys the id
+  }
+  // Give the connection its own channel so its events never interleave with the listener's.
+  conn->channel_ = make_channel(object);
+  if (rdma_migrate_id(conn->id_, conn->channel_) != 0) throw_error("rdma_migrate_id", object, errno);
+  conn->set_established();
+  return conn;
+}
+
+std::unique_ptr<CmConnection> cm_connect(std::string_view host, std::uint16_t port,
+                                         std::shared_ptr<ProtectionDomain> pd,
+                                         const QpConfig& config, const CmParams& params) {
+  std::string object = "rdma_cm connect " + std::string(host) + ":" + std::to_string(port);
+  std::unique_ptr<CmConnection> conn(new CmConnection());
+  conn->channel_ = make_channel(object);
+  if (rdma_create_id(conn->channel_, &conn->id_, nullptr, RDMA_PS_TCP) != 0)
+    throw_error("rdma_create_id", object, errno);
+  AddrInfo ai(host, port, AF_INET, false);
+  int ms = static_cast<int>(params.timeout.count());
+  {
+    if (rdma_resolve_addr(conn->id_, nullptr, ai.list->ai_addr, ms) != 0)
+      throw_error("rdma_resolve_addr", object, errno);
+    Event ev;
+    expect_event(conn->channel_, RDMA_CM_EVENT_ADDR_RESOLVED, params.timeout, object, ev);
+  }
+  {
+    if (rdma_resolve_route(conn->id_, ms) != 0) throw_error("rdma_resolve_route", object, errno);
+    Event ev;
+    expect_event(conn->channel_, RDMA_CM_EVENT_ROUTE_RESOLVED, params.timeout, object, ev);
+  }
+  conn->create_qp(std::move(pd), config);
+  rdma_conn_param c = conn_param(params);
+  if (rdma_connect(conn->id_, &c) != 0) throw_error("rdma_connect", object, errno);
+  Event ev;
+  expect_event(conn->channel_, RDMA_CM_EVENT_ESTABLISHED, params.timeout, object, ev);
+  conn->set_established();
+  return conn;
+}
+
+}  // namespace unet::verbs

@@ -1,0 +1,107 @@
+#include "unet/verbs/gid.h"
+
+#include <arpa/inet.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "unet/verbs/device.h"
+#include "unet/verbs/error.h"
+
+namespace unet::verbs {
+
+bool Gid::is_zero() const noexcept {
+  for (auto b : raw)
+    if (b != 0) return false;
+  return true;
+}
+
+bool Gid::is_ipv4_mapped() const noexcept {
+  for (int i = 0; i < 10; ++i)
+    if (raw[i] != 0) return false;
+  return raw[10] == 0xff && raw[11] == 0xff;
+}
+
+std::string Gid::to_hex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(32, '0');
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    s[2 * i] = kDigits[raw[i] >> 4];
+    s[2 * i + 1] = kDigits[raw[i] & 0xf];
+  }
+  return s;
+}
+
+std::optional<Gid> Gid::from_hex(std::string_view hex) noexcept {
+  if (hex.size() != 32) return std::nullopt;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  Gid g;
+  for (std::size_t i = 0; i < 16; ++i) {
+    int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    g.raw[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+  }
+  return g;
+}
+
+std::string Gid::to_string() const {
+  char buf[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, raw.data(), buf, sizeof buf);
+  return buf;
+}
+
+namespace {
+
+GidType to_gid_type(std::uint32_t t) {
+  switch (t) {
+    case IBV_GID_TYPE_ROCE_V1: return GidType::kRoceV1;
+    case IBV_GID_TYPE_ROCE_V2: return GidType::kRoceV2;
+    default: return GidType::kIb;
+  }
+}
+
+// perftest's preference: RoCE v2 + IPv4-mapped, then RoCE v2, then any valid GID.
+int score(const GidEntry& e) {
+  if (e.type == GidType::kRoceV2 && e.gid.is_ipv4_mapped()) return 3;
+  if (e.type == GidType::kRoceV2) return 2;
+  return 1;
+}
+
+}  // namespace
+
+GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::uint32_t> index) {
+  PortInfo info = ctx.port(port);
+  std::string object = ctx.name() + " port " + std::to_string(port);
+  std::vector<ibv_gid_entry> table(info.gid_table_len ? info.gid_table_len : 1);
+  ssize_t n = ibv_query_gid_table(ctx.native(), table.data(), table.size(), 0);
+  if (n < 0) throw_error("ibv_query_gid_table", object, static_cast<int>(-n));
+
+  std::optional<GidEntry> best;
+  for (ssize_t i = 0; i < n; ++i) {
+    const ibv_gid_entry& t = table[static_cast<std::size_t>(i)];
+    if (t.port_num != port) continue;
+    GidEntry e;
+    std::copy(std::begin(t.gid.raw), std::end(t.gid.raw), e.gid.raw.begin());
+    e.index = t.gid_index;
+    e.type = to_gid_type(t.gid_type);
+    if (e.gid.is_zero()) continue;
+    if (index) {
+      if (e.index == *index) return e;
+      continue;
+    }
+    if (!best || score(e) > score(*best) || (score(e) == score(*best) && e.index < best->index))
+      best = e;
+  }
+  if (index)
+    throw_error("select_gid", object, ENOENT,
+                "GID index " + std::to_string(*index) + " is absent or zero");
+  if (!best) throw_error("select_gid", object, ENOENT, "no valid GID on this port");
+  return *best;
+}
+
+}  // namespace unet::verbs
