@@ -1,0 +1,111 @@
+// Device: rdma_cm listen/connect/accept/disconnect between two threads, and flush on disconnect.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "unet/verbs/connection_manager.h"
+#include "unet/verbs/error.h"
+#include "verbs_fixture.h"
+
+namespace unet::test {
+namespace {
+
+// rdma_cm needs an IP address on the RDMA device's netdev: the VM puts it in UNET_RXE_ADDR0.
+std::string cm_address() {
+  const char* a = std::getenv("UNET_RXE_ADDR0");
+  return a ? a : "";
+}
+
+class Cm : public VerbsTest {
+ protected:
+  void SetUp() override {
+    VerbsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (cm_address().empty()) {
+      if (device_required()) FAIL() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
+      GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of " << ctx_->name() << "'s netdev";
+    }
+    config_.send_cq = cq_;
+    server_cq_ = std::make_shared<verbs::CompletionQueue>(ctx_, 64);
+    server_config_.send_cq = server_cq_;
+  }
+  verbs::QpConfig config_, server_config_;
+  std::shared_ptr<verbs::CompletionQueue> server_cq_;
+};
+
+TEST_F(Cm, ConnectAcceptExchangeAndDisconnect) {
+  verbs::CmListener listener(cm_address(), 0);
+  ASSERT_NE(listener.port(), 0);
+  Buffer sbuf(pd_, 128), cbuf(pd_, 128);
+  auto server = std::async(std::launch::async, [&] {
+    auto conn = listener.accept(pd_, server_config_);
+    // Receive one message, answer it, then wait for the client to hang up.
+    ibv_sge rs = sbuf.sge(128);
+    ibv_recv_wr r{};
+    r.sg_list = &rs;
+    r.num_sge = 1;
+    EXPECT_EQ(conn->qp().post_recv(r), Status::kOk);
+    return conn;
+  });
+  auto client = verbs::cm_connect(cm_address(), listener.port(), pd_, config_);
+  auto sconn = server.get();
+  ASSERT_TRUE(client->connected());
+  ASSERT_TRUE(sconn->connected());
+  EXPECT_EQ(client->qp().state(), verbs::QpState::kRts);
+
+  cbuf.fill(0x61);
+  ibv_sge s = cbuf.sge(128);
+  ibv_send_wr w{};
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_SIGNALED;
+  ASSERT_EQ(client->qp().post_send(w), Status::kOk);
+  EXPECT_EQ(verbs::status_of(wait_one(*cq_)), Status::kOk);
+  verbs::WorkCompletion wc = wait_one(*server_cq_);
+  ASSERT_EQ(verbs::status_of(wc), Status::kOk);
+  EXPECT_EQ(wc.byte_len, 128u);
+  EXPECT_TRUE(sbuf.matches(0x61, 128));
+
+  // Flush on disconnect: a receive still posted on the server completes with kFlushed.
+  ibv_sge rs = sbuf.sge(128);
+  ibv_recv_wr r{};
+  r.wr_id = 77;
+  r.sg_list = &rs;
+  r.num_sge = 1;
+  ASSERT_EQ(sconn->qp().post_recv(r), Status::kOk);
+  // The initiator's DISCONNECTED follows the peer's reply, so the peer waits concurrently.
+  auto peer = std::async(std::launch::async, [&] { return sconn->wait_disconnected(10s); });
+  client->disconnect(10s);
+  EXPECT_FALSE(client->connected());
+  EXPECT_EQ(peer.get(), Status::kOk);
+  EXPECT_FALSE(sconn->connected());
+  wc = wait_one(*server_cq_);
+  EXPECT_EQ(wc.wr_id, 77u);
+  EXPECT_EQ(verbs::status_of(wc), Status::kFlushed);
+}
+
+TEST_F(Cm, ConnectToNoListenerFailsWithinTheTimeout) {
+  std::uint16_t port;
+  { verbs::CmListener probe(cm_address(), 0); port = probe.port(); }
+  auto t0 = std::chrono::steady_clock::now();
+  verbs::CmParams p;
+  p.timeout = 2s;
+  EXPECT_THROW((void)verbs::cm_connect(cm_address(), port, pd_, config_, p), verbs::Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 8s);
+}
+
+TEST_F(Cm, AcceptTimesOut) {
+  verbs::CmListener listener(cm_address(), 0);
+  verbs::CmParams p;
+  p.timeout = 200ms;
+  try {
+    (void)listener.accept(pd_, server_config_, p);
+    FAIL() << "accepted nothing";
+  } catch (const verbs::Error& e) {
+    EXPECT_EQ(e.error_number(), ETIMEDOUT) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace unet::test
