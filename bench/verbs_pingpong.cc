@@ -1,9 +1,13 @@
 // verbs_pingpong: RC SEND/RECV ping-pong latency over unet's verbs layer, measured the way
-// perftest's ib_send_lat measures it (half round trip, server = the side without a host), so that
-// the two can be run side by side on one device. The main job (ci/main.sh) does exactly that.
+// perftest's ib_send_lat measures it, so the two can run side by side on one device (ci/main.sh).
 //
 //   server:  verbs_pingpong -d rxe0 -s 8
 //   client:  verbs_pingpong -d rxe0 -s 8 127.0.0.1
+//
+// The loop has ib_send_lat's shape: separate send and receive CQs, one receive polled at a time,
+// the timestamp taken just before each post, every 32nd send signaled and reaped at once,
+// latency = half the gap between consecutive posts. `--raw` runs the very same loop calling
+// libibverbs directly instead of through unet::verbs, which isolates what the wrapper costs.
 #include <gflags/gflags.h>
 
 #include <chrono>
@@ -13,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cycle_clock.h"
 #include "latency_stats.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/error.h"
@@ -27,20 +32,22 @@ DEFINE_uint64(s, 2, "message size in bytes");
 DEFINE_uint64(n, 1000, "timed iterations");
 DEFINE_uint64(warmup, 100, "untimed iterations before the timed ones");
 DEFINE_int32(I, -1, "inline threshold in bytes (default: the device's maximum)");
+DEFINE_bool(raw, false, "call libibverbs directly in the timed loop (baseline for the wrapper)");
 DEFINE_int32(timeout_ms, 20000, "limit for connecting and for each completion");
 
 using namespace unet;
 using namespace unet::verbs;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
 constexpr int kRxDepth = 64;
+constexpr std::size_t kSignalEvery = 32;  // must stay below the send queue depth
+static_assert(kSignalEvery < kRxDepth, "the send queue must hold a full unsignaled batch");
 
 struct Connection {
   std::shared_ptr<Context> ctx;
   std::shared_ptr<ProtectionDomain> pd;
-  std::shared_ptr<CompletionQueue> cq;
+  std::shared_ptr<CompletionQueue> send_cq, recv_cq;
   std::unique_ptr<QueuePair> qp;
   std::vector<std::uint8_t> buf;  // [0, size) send, [size, 2 size) receive
   std::unique_ptr<MemoryRegion> mr;
@@ -56,16 +63,17 @@ Connection setup(const std::string& host) {
   Connection c;
   c.ctx = Context::open(FLAGS_d);
   c.pd = std::make_shared<ProtectionDomain>(c.ctx);
-  c.cq = std::make_shared<CompletionQueue>(c.ctx, 2 * kRxDepth + 16);
+  c.send_cq = std::make_shared<CompletionQueue>(c.ctx, kRxDepth);
+  c.recv_cq = std::make_shared<CompletionQueue>(c.ctx, kRxDepth);
   std::size_t size = FLAGS_s;
   c.buf.assign(2 * size, 0);
   c.mr = std::make_unique<MemoryRegion>(c.pd, c.buf.data(), c.buf.size(), kDefaultAccess);
   QpConfig qc;
-  qc.send_cq = c.cq;
+  qc.send_cq = c.send_cq;
+  qc.recv_cq = c.recv_cq;
   qc.max_send_wr = kRxDepth;
   qc.max_recv_wr = kRxDepth;
-  std::uint32_t inline_max = c.ctx->max_inline_data(IBV_QPT_RC);
-  qc.max_inline_data = FLAGS_I < 0 ? inline_max : static_cast<std::uint32_t>(FLAGS_I);
+  qc.max_inline_data = FLAGS_I < 0 ? c.ctx->max_inline_data(IBV_QPT_RC) : static_cast<std::uint32_t>(FLAGS_I);
   c.qp = std::make_unique<QueuePair>(c.pd, qc);
 
   PathParams path;
@@ -87,8 +95,42 @@ Connection setup(const std::string& host) {
   return c;
 }
 
-// One ping-pong run: returns the client's per-iteration half round trips in microseconds.
-std::vector<double> run(Connection& c, bool client) {
+// The data-path calls, through unet::verbs...
+struct UnetOps {
+  QueuePair& qp;
+  CompletionQueue& scq;
+  CompletionQueue& rcq;
+  bool send(ibv_send_wr& w) { return qp.post_send(w) == Status::kOk; }
+  bool recv(ibv_recv_wr& w) { return qp.post_recv(w) == Status::kOk; }
+  // 1 = a completion in wc, 0 = none, -1 = polling failed.
+  int poll(CompletionQueue& cq, WorkCompletion& wc) {
+    std::size_t n = 0;
+    return cq.poll({&wc, 1}, n) == Status::kOk ? static_cast<int>(n) : -1;
+  }
+  int poll_send(WorkCompletion& wc) { return poll(scq, wc); }
+  int poll_recv(WorkCompletion& wc) { return poll(rcq, wc); }
+};
+
+// ...and straight into libibverbs, for the baseline.
+struct RawOps {
+  ibv_qp* qp;
+  ibv_cq* scq;
+  ibv_cq* rcq;
+  bool send(ibv_send_wr& w) {
+    ibv_send_wr* bad;
+    return ibv_post_send(qp, &w, &bad) == 0;
+  }
+  bool recv(ibv_recv_wr& w) {
+    ibv_recv_wr* bad;
+    return ibv_post_recv(qp, &w, &bad) == 0;
+  }
+  int poll_send(WorkCompletion& wc) { return ibv_poll_cq(scq, 1, &wc); }
+  int poll_recv(WorkCompletion& wc) { return ibv_poll_cq(rcq, 1, &wc); }
+};
+
+// One ping-pong run: the client's half round trips in microseconds (empty on the server).
+template <class Ops>
+std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_us) {
   const std::size_t size = FLAGS_s, total = FLAGS_warmup + FLAGS_n;
   const bool use_inline = size <= c.qp->caps().max_inline_data;
   ibv_sge send_sge{reinterpret_cast<std::uint64_t>(c.buf.data()), static_cast<std::uint32_t>(size), c.mr->lkey()};
@@ -97,56 +139,59 @@ std::vector<double> run(Connection& c, bool client) {
   rwr.sg_list = &recv_sge;
   rwr.num_sge = 1;
   for (int k = 0; k < kRxDepth; ++k)
-    if (c.qp->post_recv(rwr) != Status::kOk) die("post_recv failed");
+    if (!ops.recv(rwr)) die("post_recv failed");
   ibv_send_wr swr{};
   swr.sg_list = &send_sge;
   swr.num_sge = 1;
   swr.opcode = IBV_WR_SEND;
 
-  std::vector<Clock::time_point> stamps(total + 1);  // preallocated: nothing allocates below
-  std::size_t unsignaled = 0;
-  auto deadline_step = std::chrono::milliseconds(FLAGS_timeout_ms);
-  auto send = [&] {
-    // Selective signaling: one signaled send in every kRxDepth/2 keeps the send queue drained.
-    bool signal = ++unsignaled == kRxDepth / 2;
-    if (signal) unsignaled = 0;
-    swr.send_flags = (use_inline ? IBV_SEND_INLINE : 0) | (signal ? IBV_SEND_SIGNALED : 0);
-    if (c.qp->post_send(swr) != Status::kOk) die("post_send failed");
-  };
-  auto wait_recv = [&] {
-    WorkCompletion wc[8];
-    auto deadline = Clock::now() + deadline_step;
-    for (;;) {
-      std::size_t n = 0;
-      if (c.cq->poll(wc, n) != Status::kOk) die("poll failed");
-      bool got = false;
-      for (std::size_t k = 0; k < n; ++k) {
-        if (status_of(wc[k]) != Status::kOk)
-          die(std::string("completion error: ") + std::string(to_string(status_of(wc[k]))));
-        if (wc[k].opcode == IBV_WC_RECV) got = true;
-      }
-      if (got) break;
-      if (n == 0 && Clock::now() > deadline) die("no message from the peer within the timeout");
+  const bench::CycleClock clock = bench::CycleClock::calibrate();
+  ticks_per_us = clock.ticks_per_us();
+  const std::uint64_t patience = clock.ticks(std::chrono::milliseconds(FLAGS_timeout_ms));
+  std::vector<std::uint64_t> stamps(total + 1);  // preallocated: nothing allocates below
+  WorkCompletion wc;
+
+  // Spins until `poll` yields a completion; the deadline is read only every 4096 idle polls so
+  // that waiting stays cheap.
+  auto wait = [&](auto poll, const char* what) {
+    const std::uint64_t deadline = bench::CycleClock::now() + patience;
+    for (std::uint32_t idle = 0;; ++idle) {
+      int n = poll(wc);
+      if (n > 0) break;
+      if (n < 0) die(std::string("polling failed waiting for ") + what);
+      if (idle % 4096 == 4095 && bench::CycleClock::now() > deadline)
+        die(std::string("no ") + what + " within the timeout");
     }
-    if (c.qp->post_recv(rwr) != Status::kOk) die("post_recv failed");
+    if (wc.status != IBV_WC_SUCCESS)
+      die(std::string(what) + " completed with " + std::string(to_string(status_of(wc))));
+  };
+  auto send = [&](std::size_t it) {
+    bool signal = (it + 1) % kSignalEvery == 0;
+    swr.send_flags = (use_inline ? IBV_SEND_INLINE : 0) | (signal ? IBV_SEND_SIGNALED : 0);
+    if (!ops.send(swr)) die("post_send failed");
+    if (signal) wait([&](WorkCompletion& w) { return ops.poll_send(w); }, "send completion");
+  };
+  auto receive = [&] {
+    wait([&](WorkCompletion& w) { return ops.poll_recv(w); }, "message from the peer");
+    if (!ops.recv(rwr)) die("post_recv failed");
   };
 
   for (std::size_t it = 0; it < total; ++it) {
     if (client) {
-      stamps[it] = Clock::now();
-      send();
-      wait_recv();
+      stamps[it] = bench::CycleClock::now();
+      send(it);
+      receive();
     } else {
-      wait_recv();
-      send();
+      receive();
+      send(it);
     }
   }
-  stamps[total] = Clock::now();
+  stamps[total] = bench::CycleClock::now();
   std::vector<double> half_rtt;
   if (client) {
     half_rtt.reserve(FLAGS_n);
     for (std::size_t it = FLAGS_warmup; it < total; ++it)
-      half_rtt.push_back(std::chrono::duration<double, std::micro>(stamps[it + 1] - stamps[it]).count() / 2);
+      half_rtt.push_back(clock.to_us(stamps[it + 1] - stamps[it]) / 2);
   }
   return half_rtt;
 }
@@ -163,24 +208,28 @@ int main(int argc, char** argv) {
   std::string host = argc == 2 ? argv[1] : "";
   try {
     Connection c = setup(host);
-    std::vector<double> lat = run(c, !host.empty());
+    double ticks_per_us = 0;
+    bool client = !host.empty();
+    std::vector<double> lat =
+        FLAGS_raw ? run(c, RawOps{c.qp->native(), c.send_cq->native(), c.recv_cq->native()}, client, ticks_per_us)
+                  : run(c, UnetOps{*c.qp, *c.send_cq, *c.recv_cq}, client, ticks_per_us);
     // Closing handshake (ibv_rc_pingpong's "done"): the server keeps its QP until the client has
     // received the last reply.
     auto timeout = std::chrono::milliseconds(FLAGS_timeout_ms);
-    if (host.empty()) {
+    if (!client) {
       if (c.sock->recv_line(timeout) != "done") die("bad closing handshake");
-    } else {
-      c.sock->send_all("done\n", timeout);
+      return 0;
     }
-    if (!host.empty()) {
-      std::printf("---------------------------------------------------------------------------------------\n");
-      std::printf(" unet verbs layer: RC SEND/RECV ping-pong, device %s, %s, %zu warm-up iterations excluded\n",
-                  c.ctx->name().c_str(), FLAGS_s <= c.qp->caps().max_inline_data ? "inline" : "not inline",
-                  static_cast<std::size_t>(FLAGS_warmup));
-      bench::print_latency_header(stdout);
-      bench::print_latency_row(stdout, FLAGS_s, FLAGS_n, bench::compute_latency(lat));
-      std::printf("---------------------------------------------------------------------------------------\n");
-    }
+    c.sock->send_all("done\n", timeout);
+    std::printf("---------------------------------------------------------------------------------------\n");
+    std::printf(" %s: RC SEND/RECV ping-pong, device %s, %s, %zu warm-up iterations excluded\n"
+                " cycle counter: %.1f ticks/usec, calibrated against CLOCK_MONOTONIC\n",
+                FLAGS_raw ? "raw libibverbs (baseline)" : "unet verbs layer", c.ctx->name().c_str(),
+                FLAGS_s <= c.qp->caps().max_inline_data ? "inline" : "not inline",
+                static_cast<std::size_t>(FLAGS_warmup), ticks_per_us);
+    bench::print_latency_header(stdout);
+    bench::print_latency_row(stdout, FLAGS_s, FLAGS_n, bench::compute_latency(lat));
+    std::printf("---------------------------------------------------------------------------------------\n");
   } catch (const Error& e) {
     die(e.what());
   }

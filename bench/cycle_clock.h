@@ -1,0 +1,43 @@
+// CycleClock: timestamps for timed loops that cost no system call.
+//
+// perftest times with the CPU's cycle counter; so does unet's bench. This matters beyond taste:
+// in the SoftRoCE VM the guest clocksource is HPET, which has no vDSO, so every
+// std::chrono::steady_clock::now() there is a system call plus an emulated device read — several
+// microseconds inside a loop that measures ten. The counter is calibrated once against
+// steady_clock; on non-x86 builds it falls back to steady_clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+namespace unet::bench {
+
+class CycleClock {
+ public:
+  static std::uint64_t now() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+  }
+
+  // Measures ticks per microsecond over `window` (set-up only; sleeps for `window`).
+  static CycleClock calibrate(std::chrono::milliseconds window = std::chrono::milliseconds(200));
+
+  double to_us(std::uint64_t ticks) const noexcept { return static_cast<double>(ticks) / ticks_per_us_; }
+  std::uint64_t ticks(std::chrono::microseconds d) const noexcept {
+    return static_cast<std::uint64_t>(static_cast<double>(d.count()) * ticks_per_us_);
+  }
+  double ticks_per_us() const noexcept { return ticks_per_us_; }
+
+ private:
+  explicit CycleClock(double ticks_per_us) : ticks_per_us_(ticks_per_us) {}
+  double ticks_per_us_;
+};
+
+}  // namespace unet::bench
