@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages unet builds and tests with, when any is missing.
+# Usage: ci/deps.sh            (sourced by ci/test.sh and ci/main.sh, or run by hand)
+# Every dependency is a Debian package; nothing is downloaded at configure or build time.
+set -euo pipefail
+
+UNET_BUILD_PACKAGES=(
+  cmake ninja-build g++ pkg-config git
+  libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+  libgtest-dev libgmock-dev libbenchmark-dev libgflags-dev
+)
+# The tools users compare unet with, and the ones the device tests drive.
+UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2)
+
+missing_packages() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+ensure_packages() {
+  local missing
+  mapfile -t missing < <(missing_packages "$@")
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+    return 1
+  fi
+  echo "deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+ensure_unet_deps() { ensure_packages "${UNET_BUILD_PACKAGES[@]}" "${UNET_TOOL_PACKAGES[@]}"; }
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then ensure_unet_deps; fi

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# ci/headline.sh BUILD_DIR — the headline benchmark, run where an RDMA device exists (a real NIC,
+# host rxe, or inside ci/rxe-vm). Three RC SEND/RECV ping-pongs of the same size and iterations on
+# one device, interleaved over several rounds:
+#   ib_send_lat (perftest)  the tool users trust
+#   verbs_pingpong          unet's verbs layer, in ib_send_lat's loop shape
+#   verbs_pingpong --raw    the same loop calling libibverbs directly (what the wrapper costs)
+# unet gets the inline size perftest reports using. Prints the median of the rounds' t_typical
+# (median latency) for each and the ratios. Server and client are pinned to different CPUs when
+# there are two or more. Environment: UNET_DEVICE (first device), UNET_BENCH_SIZE (8),
+# UNET_BENCH_ITERS (5000), UNET_BENCH_ROUNDS (5), UNET_BENCH_PORT (18515).
+set -euo pipefail
+build=${1:?usage: ci/headline.sh BUILD_DIR}
+dev=${UNET_DEVICE:-$(ls /sys/class/infiniband | head -n1)}
+size=${UNET_BENCH_SIZE:-8}
+iters=${UNET_BENCH_ITERS:-5000}
+rounds=${UNET_BENCH_ROUNDS:-5}
+port=${UNET_BENCH_PORT:-18515}
+ulimit -l unlimited 2>/dev/null || true
+pin_server=() pin_client=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  pin_server=(taskset -c 0) pin_client=(taskset -c 1)
+fi
+
+# Runs one tool's server and client on this host; prints the client's output. Both are bounded.
+pair() {
+  local out rc=0
+  timeout 300 "${pin_server[@]}" "$@" >/dev/null 2>&1 &
+  local server=$!
+  sleep 1
+  out=$(timeout 300 "${pin_client[@]}" "$@" 127.0.0.1 2>&1) || rc=$?
+  wait "$server" || rc=${rc:-$?}
+  echo "$out"
+  return "$rc"
+}
+
+# t_typical from a perftest-format latency table: the 5th column of the row for $size.
+typical() { awk -v s="$size" '$1 == s && NF >= 9 { print $5; exit }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+echo "headline: device $dev, $size B RC SEND/RECV half round trip, $iters iterations x $rounds rounds"
+perf=() unet=() raw=() inline=""
+for r in $(seq 1 "$rounds"); do
+  out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F) || { echo "$out"; exit 1; }
+  [ "$r" -eq 1 ] && echo "$out"
+  perf+=("$(typical <<<"$out")")
+  [ -n "$inline" ] || inline=$(sed -nE 's/.*Max inline data *: *([0-9]+).*/\1/p' <<<"$out" | head -n1)
+  for mode in unet raw; do
+    flags=(-d "$dev" -s "$size" -n "$iters" -p "$port" -I "${inline:-0}")
+    [ "$mode" = raw ] && flags+=(--raw)
+    out=$(pair "$build/bench/verbs_pingpong" "${flags[@]}") || { echo "$out"; exit 1; }
+    [ "$r" -eq 1 ] && echo "$out"
+    if [ "$mode" = unet ]; then unet+=("$(typical <<<"$out")"); else raw+=("$(typical <<<"$out")"); fi
+  done
+  for v in "${perf[-1]}" "${unet[-1]}" "${raw[-1]}"; do
+    [ -n "$v" ] || { echo "headline: a tool printed no latency row"; exit 1; }
+  done
+  echo "round $r: t_typical  ib_send_lat ${perf[-1]} us  unet ${unet[-1]} us  raw verbs ${raw[-1]} us"
+done
+p=$(median "${perf[@]}") u=$(median "${unet[@]}") w=$(median "${raw[@]}")
+awk -v p="$p" -v u="$u" -v w="$w" -v s="$size" -v i="${inline:-0}" 'BEGIN {
+  printf "headline: %d B (inline %d B), median of rounds: ib_send_lat %.2f us, unet verbs %.2f us, raw verbs %.2f us\n", s, i, p, u, w
+  printf "headline: unet / ib_send_lat = %.3f   unet / raw verbs = %.3f\n", u / p, u / w }'

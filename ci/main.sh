@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# ci/main.sh — the main job: install, build, and run the headline benchmarks on whatever RDMA
+# device exists: a real NIC or host rxe if this host has one, else SoftRoCE inside ci/rxe-vm.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+source ci/deps.sh
+source ci/device.sh
+build=${UNET_BUILD_DIR:-build-release}
+
+ensure_unet_deps
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DUNET_BUILD_TESTS=OFF -DUNET_BUILD_BENCH=ON >/dev/null
+cmake --build "$build" -j2
+
+if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
+  echo "main: running on this host's device $dev"
+  UNET_DEVICE=${UNET_DEVICE:-$dev} ci/headline.sh "$build"
+else
+  echo "main: no RDMA device on this host; running in the SoftRoCE VM (ci/rxe-vm)"
+  ci/rxe-vm --timeout 1200 -- ci/headline.sh "$build"
+fi
