@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <thread>
 
 #include "verbs_fixture.h"
 
@@ -254,6 +255,47 @@ TEST_F(Rc, MovingToErrorFlushesPostedReceives) {
   verbs::WorkCompletion wc = wait_one(*cq_);
   EXPECT_EQ(wc.wr_id, 42u);
   EXPECT_EQ(verbs::status_of(wc), Status::kFlushed);
+}
+
+class Uc : public VerbsTest {};
+
+TEST_F(Uc, SendAndWriteDeliverOnAnUnreliableConnection) {
+  auto a = make_qp(QpType::kUc), b = make_qp(QpType::kUc);
+  connect_pair(*a, *b);
+  ASSERT_EQ(a->state(), verbs::QpState::kRts);
+  constexpr std::size_t kN = 3000;  // several MTU-sized packets
+  Buffer src(pd_, kN), dst(pd_, kN), target(pd_, kN);
+  src.fill(0x21);
+  ibv_sge rs = dst.sge(kN);
+  ibv_recv_wr r{};
+  r.wr_id = 1;
+  r.sg_list = &rs;
+  r.num_sge = 1;
+  ASSERT_EQ(b->post_recv(r), Status::kOk);
+  ibv_sge ss = src.sge(kN);
+  ibv_send_wr w{};
+  w.wr_id = 2;
+  w.sg_list = &ss;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_SIGNALED;
+  ASSERT_EQ(a->post_send(w), Status::kOk);
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(verbs::status_of(wait_one(*cq_)), Status::kOk);
+  EXPECT_TRUE(dst.matches(0x21, kN));
+
+  w.wr_id = 3;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.wr.rdma.remote_addr = target.mr->remote_key().addr;
+  w.wr.rdma.rkey = target.mr->rkey();
+  ASSERT_EQ(a->post_send(w), Status::kOk);
+  verbs::WorkCompletion wc = wait_one(*cq_);
+  ASSERT_EQ(verbs::status_of(wc), Status::kOk);
+  EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+  // UC completes a write locally, with no acknowledgement: wait for the bytes themselves.
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!target.matches(0x21, kN) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(target.matches(0x21, kN));
 }
 
 }  // namespace
