@@ -23,6 +23,7 @@
 #include "unet/verbs/error.h"
 #include "unet/verbs/oob.h"
 #include "unet/verbs/queue_pair.h"
+#include "unet/verbs/work_request.h"
 
 DEFINE_string(d, "", "RDMA device (default: the first)");
 DEFINE_int32(i, 1, "device port");
@@ -133,17 +134,13 @@ template <class Ops>
 std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_us) {
   const std::size_t size = FLAGS_s, total = FLAGS_warmup + FLAGS_n;
   const bool use_inline = size <= c.qp->caps().max_inline_data;
-  ibv_sge send_sge{reinterpret_cast<std::uint64_t>(c.buf.data()), static_cast<std::uint32_t>(size), c.mr->lkey()};
-  ibv_sge recv_sge{reinterpret_cast<std::uint64_t>(c.buf.data() + size), static_cast<std::uint32_t>(size), c.mr->lkey()};
-  ibv_recv_wr rwr{};
-  rwr.sg_list = &recv_sge;
-  rwr.num_sge = 1;
+  const auto len = static_cast<std::uint32_t>(size);
+  RecvRequest recv_req(c.buf.data() + size, len, c.mr->lkey());
+  SendRequest send_req(IBV_WR_SEND, c.buf.data(), len, c.mr->lkey());
+  ibv_recv_wr& rwr = recv_req.wr;
+  ibv_send_wr& swr = send_req.wr;
   for (int k = 0; k < kRxDepth; ++k)
     if (!ops.recv(rwr)) die("post_recv failed");
-  ibv_send_wr swr{};
-  swr.sg_list = &send_sge;
-  swr.num_sge = 1;
-  swr.opcode = IBV_WR_SEND;
 
   const bench::CycleClock clock = bench::CycleClock::calibrate();
   ticks_per_us = clock.ticks_per_us();

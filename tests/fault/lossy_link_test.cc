@@ -14,6 +14,7 @@
 #include "unet/verbs/gid.h"
 #include "unet/verbs/memory_region.h"
 #include "unet/verbs/queue_pair.h"
+#include "unet/verbs/work_request.h"
 
 namespace unet::test {
 namespace {
@@ -83,12 +84,8 @@ TEST_F(LossyLink, RcDeliversEveryMessageOnceInOrderIntact) {
   verbs::MemoryRegion rx_mr(a_.pd, rx.data(), rx.size(), verbs::kDefaultAccess);
   verbs::MemoryRegion tx_mr(b_.pd, tx.data(), tx.size(), verbs::kDefaultAccess);
   auto post_rx = [&](std::uint32_t slot) {
-    ibv_sge s{reinterpret_cast<std::uint64_t>(&rx[slot * kSize]), kSize, rx_mr.lkey()};
-    ibv_recv_wr r{};
-    r.wr_id = slot;
-    r.sg_list = &s;
-    r.num_sge = 1;
-    return a_.qp->post_recv(r);
+    verbs::RecvRequest r(&rx[slot * kSize], kSize, rx_mr.lkey(), slot);
+    return a_.qp->post_recv(r.wr);
   };
   for (std::uint32_t i = 0; i < kSlots; ++i) ASSERT_EQ(post_rx(i), Status::kOk);
   long drops_before = dropped("veth0");
@@ -101,14 +98,8 @@ TEST_F(LossyLink, RcDeliversEveryMessageOnceInOrderIntact) {
       std::uint8_t* m = &tx[(sent % kWindow) * kSize];
       std::memcpy(m, &sent, sizeof sent);  // sequence number, then a pattern seeded by it
       for (std::uint32_t k = sizeof sent; k < kSize; ++k) m[k] = static_cast<std::uint8_t>(sent * 31 + k);
-      ibv_sge s{reinterpret_cast<std::uint64_t>(m), kSize, tx_mr.lkey()};
-      ibv_send_wr w{};
-      w.wr_id = sent;
-      w.sg_list = &s;
-      w.num_sge = 1;
-      w.opcode = IBV_WR_SEND;
-      w.send_flags = IBV_SEND_SIGNALED;
-      ASSERT_EQ(b_.qp->post_send(w), Status::kOk);
+      verbs::SendRequest w(IBV_WR_SEND, m, kSize, tx_mr.lkey(), sent);
+      ASSERT_EQ(b_.qp->post_send(w.wr), Status::kOk);
       ++sent;
     }
     std::size_t n = 0;

@@ -69,9 +69,13 @@ bool Buffer::matches(std::uint8_t seed, std::size_t n, std::size_t offset) const
   return true;
 }
 
-ibv_sge Buffer::sge(std::size_t n, std::size_t offset) const {
-  return {reinterpret_cast<std::uint64_t>(bytes.data() + offset), static_cast<std::uint32_t>(n),
-          mr->lkey()};
+verbs::RecvRequest Buffer::recv(std::size_t n, std::size_t offset, std::uint64_t wr_id) const {
+  return {bytes.data() + offset, static_cast<std::uint32_t>(n), mr->lkey(), wr_id};
+}
+
+verbs::SendRequest Buffer::send(ibv_wr_opcode op, std::size_t n, std::size_t offset,
+                                std::uint64_t wr_id, unsigned flags) const {
+  return {op, bytes.data() + offset, static_cast<std::uint32_t>(n), mr->lkey(), wr_id, flags};
 }
 
 }  // namespace unet::test

@@ -13,6 +13,7 @@
 #include "unet/verbs/gid.h"
 #include "unet/verbs/memory_region.h"
 #include "unet/verbs/queue_pair.h"
+#include "unet/verbs/work_request.h"
 
 namespace unet::test {
 
@@ -46,7 +47,11 @@ struct Buffer {
          int access = verbs::kDefaultAccess);
   void fill(std::uint8_t seed);
   bool matches(std::uint8_t seed, std::size_t n, std::size_t offset = 0) const;
-  ibv_sge sge(std::size_t n, std::size_t offset = 0) const;
+  // Requests over [offset, offset + n) of this buffer.
+  verbs::RecvRequest recv(std::size_t n, std::size_t offset = 0, std::uint64_t wr_id = 0) const;
+  verbs::SendRequest send(ibv_wr_opcode op, std::size_t n, std::size_t offset = 0,
+                          std::uint64_t wr_id = 0, unsigned flags = IBV_SEND_SIGNALED) const;
+  verbs::RemoteKey key() const { return mr->remote_key(); }
 
   std::vector<std::uint8_t> bytes;
   std::unique_ptr<verbs::MemoryRegion> mr;

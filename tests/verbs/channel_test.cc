@@ -11,23 +11,32 @@
 namespace unet::test {
 namespace {
 
-class Channel : public VerbsTest {};
+// A receiver whose CQ signals a completion channel, connected to a plain sender; one receive of
+// 64 bytes (wr_id 5) posted and the CQ armed.
+class Channel : public VerbsTest {
+ protected:
+  void SetUp() override {
+    VerbsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ch = std::make_shared<verbs::CompletionChannel>(ctx_);
+    rcq = std::make_shared<verbs::CompletionQueue>(ctx_, 16, ch);
+    receiver = make_qp(verbs::QpType::kRc, rcq);
+    sender = make_qp(verbs::QpType::kRc);
+    connect_pair(*receiver, *sender);
+    dst = std::make_unique<Buffer>(pd_, 64);
+    src = std::make_unique<Buffer>(pd_, 64);
+    src->fill(9);
+    auto r = dst->recv(64, 0, 5);
+    ASSERT_EQ(receiver->post_recv(r.wr), Status::kOk);
+    ASSERT_EQ(rcq->request_notify(), Status::kOk);
+  }
+  std::shared_ptr<verbs::CompletionChannel> ch;
+  std::shared_ptr<verbs::CompletionQueue> rcq;
+  std::unique_ptr<verbs::QueuePair> receiver, sender;
+  std::unique_ptr<Buffer> dst, src;
+};
 
 TEST_F(Channel, CompletionWakesEpoll) {
-  auto ch = std::make_shared<verbs::CompletionChannel>(ctx_);
-  auto rcq = std::make_shared<verbs::CompletionQueue>(ctx_, 16, ch);
-  auto receiver = make_qp(verbs::QpType::kRc, rcq), sender = make_qp(verbs::QpType::kRc);
-  connect_pair(*receiver, *sender);
-  Buffer dst(pd_, 64), src(pd_, 64);
-  src.fill(9);
-  ibv_sge rs = dst.sge(64);
-  ibv_recv_wr r{};
-  r.wr_id = 5;
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  ASSERT_EQ(receiver->post_recv(r), Status::kOk);
-  ASSERT_EQ(rcq->request_notify(), Status::kOk);
-
   int ep = epoll_create1(EPOLL_CLOEXEC);
   ASSERT_GE(ep, 0);
   epoll_event ev{};
@@ -43,12 +52,8 @@ TEST_F(Channel, CompletionWakesEpoll) {
 
   std::thread t([&] {
     std::this_thread::sleep_for(100ms);
-    ibv_sge s = src.sge(64);
-    ibv_send_wr w{};
-    w.sg_list = &s;
-    w.num_sge = 1;
-    w.opcode = IBV_WR_SEND;
-    EXPECT_EQ(sender->post_send(w), Status::kOk);
+    auto s = src->send(IBV_WR_SEND, 64, 0, 0, 0);
+    EXPECT_EQ(sender->post_send(s.wr), Status::kOk);
   });
   int n = epoll_wait(ep, &out, 1, 10000);
   t.join();
@@ -60,34 +65,19 @@ TEST_F(Channel, CompletionWakesEpoll) {
   verbs::WorkCompletion wc = wait_one(*rcq, 1s);
   EXPECT_EQ(verbs::status_of(wc), Status::kOk);
   EXPECT_EQ(wc.wr_id, 5u);
-  EXPECT_TRUE(dst.matches(9, 64));
+  EXPECT_TRUE(dst->matches(9, 64));
 }
 
-TEST_F(Channel, WaitTimesOutThenWakes) {
-  auto ch = std::make_shared<verbs::CompletionChannel>(ctx_);
-  auto rcq = std::make_shared<verbs::CompletionQueue>(ctx_, 16, ch);
-  auto receiver = make_qp(verbs::QpType::kRc, rcq), sender = make_qp(verbs::QpType::kRc);
-  connect_pair(*receiver, *sender);
-  Buffer dst(pd_, 8), src(pd_, 8);
-  ibv_sge rs = dst.sge(8);
-  ibv_recv_wr r{};
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  ASSERT_EQ(receiver->post_recv(r), Status::kOk);
-  ASSERT_EQ(rcq->request_notify(), Status::kOk);
-  verbs::CompletionQueue* which = nullptr;
+TEST_F(Channel, WaitTimesOutThenWakes) {  verbs::CompletionQueue* which = nullptr;
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(ch->wait(100ms, which), Status::kTimeout);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 90ms);
-  ibv_sge s = src.sge(8);
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  ASSERT_EQ(sender->post_send(w), Status::kOk);
+  auto s = src->send(IBV_WR_SEND, 64, 0, 0, 0);
+  ASSERT_EQ(sender->post_send(s.wr), Status::kOk);
   ASSERT_EQ(ch->wait(10s, which), Status::kOk);
   EXPECT_EQ(which, rcq.get());
   EXPECT_EQ(verbs::status_of(wait_one(*rcq, 1s)), Status::kOk);
+  EXPECT_TRUE(dst->matches(9, 64));
 }
 
 }  // namespace

@@ -40,11 +40,8 @@ TEST_F(Cm, ConnectAcceptExchangeAndDisconnect) {
   auto server = std::async(std::launch::async, [&] {
     auto conn = listener.accept(pd_, server_config_);
     // Receive one message, answer it, then wait for the client to hang up.
-    ibv_sge rs = sbuf.sge(128);
-    ibv_recv_wr r{};
-    r.sg_list = &rs;
-    r.num_sge = 1;
-    EXPECT_EQ(conn->qp().post_recv(r), Status::kOk);
+    auto r = sbuf.recv(128);
+    EXPECT_EQ(conn->qp().post_recv(r.wr), Status::kOk);
     return conn;
   });
   auto client = verbs::cm_connect(cm_address(), listener.port(), pd_, config_);
@@ -54,13 +51,8 @@ TEST_F(Cm, ConnectAcceptExchangeAndDisconnect) {
   EXPECT_EQ(client->qp().state(), verbs::QpState::kRts);
 
   cbuf.fill(0x61);
-  ibv_sge s = cbuf.sge(128);
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED;
-  ASSERT_EQ(client->qp().post_send(w), Status::kOk);
+  auto s = cbuf.send(IBV_WR_SEND, 128);
+  ASSERT_EQ(client->qp().post_send(s.wr), Status::kOk);
   EXPECT_EQ(verbs::status_of(wait_one(*cq_)), Status::kOk);
   verbs::WorkCompletion wc = wait_one(*server_cq_);
   ASSERT_EQ(verbs::status_of(wc), Status::kOk);
@@ -68,12 +60,8 @@ TEST_F(Cm, ConnectAcceptExchangeAndDisconnect) {
   EXPECT_TRUE(sbuf.matches(0x61, 128));
 
   // Flush on disconnect: a receive still posted on the server completes with kFlushed.
-  ibv_sge rs = sbuf.sge(128);
-  ibv_recv_wr r{};
-  r.wr_id = 77;
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  ASSERT_EQ(sconn->qp().post_recv(r), Status::kOk);
+  auto r = sbuf.recv(128, 0, 77);
+  ASSERT_EQ(sconn->qp().post_recv(r.wr), Status::kOk);
   // The initiator's DISCONNECTED follows the peer's reply, so the peer waits concurrently.
   auto peer = std::async(std::launch::async, [&] { return sconn->wait_disconnected(10s); });
   client->disconnect(10s);

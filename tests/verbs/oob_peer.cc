@@ -14,6 +14,7 @@
 #include "unet/verbs/gid.h"
 #include "unet/verbs/oob.h"
 #include "unet/verbs/queue_pair.h"
+#include "unet/verbs/work_request.h"
 
 using namespace unet;
 using namespace unet::verbs;
@@ -74,12 +75,11 @@ int main(int argc, char** argv) {
     ConnectionInfo remote = exchange_as_server(sock, local, 10s);
     qp.connect(local, remote, path);
 
-    ibv_sge sge{reinterpret_cast<std::uint64_t>(msg.data()), static_cast<std::uint32_t>(size), msg_mr.lkey()};
+    const auto len = static_cast<std::uint32_t>(size);
+    RecvRequest r(msg.data(), len, msg_mr.lkey());
+    SendRequest echo(IBV_WR_SEND, msg.data(), len, msg_mr.lkey());
     for (int i = 0; i < count; ++i) {
-      ibv_recv_wr r{};
-      r.sg_list = &sge;
-      r.num_sge = 1;
-      if (qp.post_recv(r) != Status::kOk) return 3;
+      if (qp.post_recv(r.wr) != Status::kOk) return 3;
       // Tell the client the receive is posted, so it never meets an RNR.
       sock.send_all("R", 10s);
       WorkCompletion wc;
@@ -95,12 +95,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "peer: the RDMA WRITE did not land before message 0\n");
         return 6;
       }
-      ibv_send_wr w{};
-      w.sg_list = &sge;
-      w.num_sge = 1;
-      w.opcode = IBV_WR_SEND;
-      w.send_flags = IBV_SEND_SIGNALED;
-      if (qp.post_send(w) != Status::kOk || !wait_one(*cq, wc)) {
+      if (qp.post_send(echo.wr) != Status::kOk || !wait_one(*cq, wc)) {
         std::fprintf(stderr, "peer: echo %d failed\n", i);
         return 7;
       }

@@ -89,31 +89,17 @@ TEST_F(OobProcess, TwoProcessesConnectAndExchangeCheckedMessages) {
 
   Buffer wbuf(pd_, kSize), msg(pd_, kSize), echo(pd_, kSize);
   wbuf.fill(0xa0);
-  ibv_sge ws = wbuf.sge(kSize);
-  ibv_send_wr w{};
-  w.sg_list = &ws;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.wr.rdma.remote_addr = remote.memory.addr;
-  w.wr.rdma.rkey = remote.memory.rkey;
-  ASSERT_EQ(qp->post_send(w), Status::kOk);  // unsignaled: ordered before the first SEND
+  auto w = wbuf.send(IBV_WR_RDMA_WRITE, kSize, 0, 0, 0);  // unsignaled, ordered before SEND #0
+  ASSERT_EQ(qp->post_send(w.remote(remote.memory).wr), Status::kOk);
 
   for (int i = 0; i < kCount; ++i) {
-    ibv_sge es = echo.sge(kSize);
-    ibv_recv_wr r{};
-    r.sg_list = &es;
-    r.num_sge = 1;
-    ASSERT_EQ(qp->post_recv(r), Status::kOk);
+    auto r = echo.recv(kSize);
+    ASSERT_EQ(qp->post_recv(r.wr), Status::kOk);
     char ready;
     sock.recv_exact({&ready, 1}, 10s);  // the peer has posted its receive
     msg.fill(static_cast<std::uint8_t>(i));
-    ibv_sge ms = msg.sge(kSize);
-    ibv_send_wr sw{};
-    sw.sg_list = &ms;
-    sw.num_sge = 1;
-    sw.opcode = IBV_WR_SEND;
-    sw.send_flags = IBV_SEND_SIGNALED;
-    ASSERT_EQ(qp->post_send(sw), Status::kOk);
+    auto s = msg.send(IBV_WR_SEND, kSize);
+    ASSERT_EQ(qp->post_send(s.wr), Status::kOk);
     for (int k = 0; k < 2; ++k) ASSERT_EQ(verbs::status_of(wait_one(*cq_)), Status::kOk);
     ASSERT_TRUE(echo.matches(static_cast<std::uint8_t>(i), kSize)) << "echo " << i << " corrupted";
   }

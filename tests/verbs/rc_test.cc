@@ -1,4 +1,4 @@
-// Device: RC SEND/RECV, RDMA WRITE/READ, doorbell batching, and the named errors.
+// Device: RC SEND/RECV, RDMA WRITE/READ, doorbell batching, UC, and the named errors.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,6 +20,15 @@ class Rc : public VerbsTest {
     a_ = make_qp(QpType::kRc);
     b_ = make_qp(QpType::kRc);
   }
+  // A one-sided write from a_ that must be refused: remote access error, target unchanged.
+  void expect_refused_write(const verbs::RemoteKey& where, const Buffer& target) {
+    Buffer local(pd_, target.bytes.size());
+    local.fill(0xee);
+    auto w = local.send(IBV_WR_RDMA_WRITE, local.bytes.size());
+    ASSERT_EQ(a_->post_send(w.remote(where).wr), Status::kOk);
+    EXPECT_EQ(verbs::status_of(wait_one(*cq_)), Status::kRemoteAccessError);
+    EXPECT_TRUE(target.matches(0x33, target.bytes.size())) << "target memory was modified";
+  }
   std::unique_ptr<QueuePair> a_, b_;
 };
 
@@ -30,25 +39,15 @@ TEST_P(RcSendRecv, DeliversContentIntact) {
   const std::size_t n = GetParam();
   Buffer src(pd_, n), dst(pd_, n);
   src.fill(0x5a);
-  ibv_sge rs = dst.sge(n);
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 2;
-  rwr.sg_list = &rs;
-  rwr.num_sge = 1;
-  ASSERT_EQ(b_->post_recv(rwr), Status::kOk);
-  ibv_sge ss = src.sge(n);
-  ibv_send_wr swr{};
-  swr.wr_id = 1;
-  swr.sg_list = &ss;
-  swr.num_sge = 1;
-  swr.opcode = IBV_WR_SEND;
-  swr.send_flags = IBV_SEND_SIGNALED;
-  ASSERT_EQ(a_->post_send(swr), Status::kOk);
+  auto r = dst.recv(n, 0, 2);
+  ASSERT_EQ(b_->post_recv(r.wr), Status::kOk);
+  auto s = src.send(IBV_WR_SEND, n, 0, 1);
+  ASSERT_EQ(a_->post_send(s.wr), Status::kOk);
   // Both completions land on the shared CQ, in either order.
   bool sent = false, received = false;
   for (int i = 0; i < 2; ++i) {
     verbs::WorkCompletion wc = wait_one(*cq_);
-    ASSERT_EQ(verbs::status_of(wc), Status::kOk) << to_string(verbs::status_of(wc));
+    ASSERT_EQ(verbs::status_of(wc), Status::kOk);
     if (wc.wr_id == 1) {
       sent = true;
       EXPECT_EQ(wc.opcode, IBV_WC_SEND);
@@ -74,21 +73,15 @@ TEST_F(Rc, InlineSendNeedsNoRegisteredSource) {
   ASSERT_GE(a.caps().max_inline_data, 64u);
   connect_pair(a, *b_);
   Buffer dst(pd_, 64);
-  ibv_sge rs = dst.sge(64);
-  ibv_recv_wr rwr{};
-  rwr.sg_list = &rs;
-  rwr.num_sge = 1;
-  ASSERT_EQ(b_->post_recv(rwr), Status::kOk);
+  auto r = dst.recv(64);
+  ASSERT_EQ(b_->post_recv(r.wr), Status::kOk);
   char msg[64];
   for (int i = 0; i < 64; ++i) msg[i] = static_cast<char>(0x5a + i * 7);
-  ibv_sge ss{reinterpret_cast<std::uint64_t>(msg), 64, 0};  // lkey unused for inline data
-  ibv_send_wr swr{};
-  swr.sg_list = &ss;
-  swr.num_sge = 1;
-  swr.opcode = IBV_WR_SEND;
-  swr.send_flags = IBV_SEND_INLINE;  // unsignaled: only the receive completes
-  ASSERT_EQ(a.post_send(swr), Status::kOk);
-  std::memset(msg, 0, sizeof msg);  // the data was copied at post time
+  // lkey 0: inline data is copied at post time and never read through a key. Unsignaled: only
+  // the receive completes.
+  verbs::SendRequest s(IBV_WR_SEND, msg, sizeof msg, 0, 0, IBV_SEND_INLINE);
+  ASSERT_EQ(a.post_send(s.wr), Status::kOk);
+  std::memset(msg, 0, sizeof msg);
   verbs::WorkCompletion wc = wait_one(*cq_);
   ASSERT_EQ(verbs::status_of(wc), Status::kOk);
   EXPECT_EQ(wc.opcode, IBV_WC_RECV);
@@ -100,23 +93,21 @@ TEST_F(Rc, PostListIsOneDoorbellAndDeliversInOrder) {
   constexpr int kN = 16;
   Buffer src(pd_, kN * 8), dst(pd_, kN * 8);
   src.fill(1);
-  ibv_sge rs[kN], ss[kN];
-  ibv_recv_wr rwr[kN]{};
-  ibv_send_wr swr[kN]{};
+  std::vector<std::unique_ptr<verbs::RecvRequest>> r;
+  std::vector<std::unique_ptr<verbs::SendRequest>> s;
   for (int i = 0; i < kN; ++i) {
-    rs[i] = dst.sge(8, static_cast<std::size_t>(i) * 8);
-    rwr[i] = {static_cast<std::uint64_t>(100 + i), i + 1 < kN ? &rwr[i + 1] : nullptr, &rs[i], 1};
-    ss[i] = src.sge(8, static_cast<std::size_t>(i) * 8);
-    swr[i].wr_id = static_cast<std::uint64_t>(i);
-    swr[i].next = i + 1 < kN ? &swr[i + 1] : nullptr;
-    swr[i].sg_list = &ss[i];
-    swr[i].num_sge = 1;
-    swr[i].opcode = IBV_WR_SEND;
+    auto off = static_cast<std::size_t>(i) * 8;
+    r.push_back(std::make_unique<verbs::RecvRequest>(dst.bytes.data() + off, 8, dst.mr->lkey(), 100 + i));
     // Selective signaling: only the last send of the batch completes.
-    swr[i].send_flags = i + 1 == kN ? IBV_SEND_SIGNALED : 0;
+    s.push_back(std::make_unique<verbs::SendRequest>(IBV_WR_SEND, src.bytes.data() + off, 8,
+                                                     src.mr->lkey(), i, i + 1 == kN ? IBV_SEND_SIGNALED : 0));
+    if (i > 0) {
+      r[i - 1]->wr.next = &r[i]->wr;
+      s[i - 1]->wr.next = &s[i]->wr;
+    }
   }
-  ASSERT_EQ(b_->post_recv(rwr[0]), Status::kOk);
-  ASSERT_EQ(a_->post_send(swr[0]), Status::kOk);
+  ASSERT_EQ(b_->post_recv(r[0]->wr), Status::kOk);
+  ASSERT_EQ(a_->post_send(s[0]->wr), Status::kOk);
   int recvs = 0, sends = 0;
   while (recvs + sends < kN + 1) {
     verbs::WorkCompletion wc = wait_one(*cq_);
@@ -138,17 +129,8 @@ TEST_F(Rc, RdmaWriteAndReadMoveBytesOneSided) {
   constexpr std::size_t kN = 64 * 1024;
   Buffer local(pd_, kN), remote(pd_, kN);
   local.fill(0x11);
-  verbs::RemoteKey rk = remote.mr->remote_key();
-  ibv_sge s = local.sge(kN);
-  ibv_send_wr w{};
-  w.wr_id = 7;
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.rdma.remote_addr = rk.addr;
-  w.wr.rdma.rkey = rk.rkey;
-  ASSERT_EQ(a_->post_send(w), Status::kOk);
+  auto w = local.send(IBV_WR_RDMA_WRITE, kN, 0, 7);
+  ASSERT_EQ(a_->post_send(w.remote(remote.key()).wr), Status::kOk);
   verbs::WorkCompletion wc = wait_one(*cq_);
   ASSERT_EQ(verbs::status_of(wc), Status::kOk);
   EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
@@ -156,9 +138,8 @@ TEST_F(Rc, RdmaWriteAndReadMoveBytesOneSided) {
 
   remote.fill(0x77);
   std::fill(local.bytes.begin(), local.bytes.end(), 0);
-  w.opcode = IBV_WR_RDMA_READ;
-  w.wr_id = 8;
-  ASSERT_EQ(a_->post_send(w), Status::kOk);
+  auto rd = local.send(IBV_WR_RDMA_READ, kN, 0, 8);
+  ASSERT_EQ(a_->post_send(rd.remote(remote.key()).wr), Status::kOk);
   wc = wait_one(*cq_);
   ASSERT_EQ(verbs::status_of(wc), Status::kOk);
   EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
@@ -167,17 +148,11 @@ TEST_F(Rc, RdmaWriteAndReadMoveBytesOneSided) {
 
 TEST_F(Rc, PostingOnAQpInResetIsInvalidState) {
   Buffer buf(pd_, 64);
-  ibv_sge s = buf.sge(64);
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
   ASSERT_EQ(a_->state(), verbs::QpState::kReset);
-  EXPECT_EQ(a_->post_send(w), Status::kInvalidState);
-  ibv_recv_wr r{};
-  r.sg_list = &s;
-  r.num_sge = 1;
-  EXPECT_EQ(a_->post_recv(r), Status::kInvalidState);
+  auto s = buf.send(IBV_WR_SEND, 64);
+  EXPECT_EQ(a_->post_send(s.wr), Status::kInvalidState);
+  auto r = buf.recv(64);
+  EXPECT_EQ(a_->post_recv(r.wr), Status::kInvalidState);
   // Nothing was queued: the CQ stays empty.
   verbs::WorkCompletion wc;
   std::size_t n = 99;
@@ -187,42 +162,20 @@ TEST_F(Rc, PostingOnAQpInResetIsInvalidState) {
 
 TEST_F(Rc, WriteWithAWrongRkeyIsARemoteAccessErrorAndChangesNothing) {
   connect_pair(*a_, *b_);
-  constexpr std::size_t kN = 4096;
-  Buffer local(pd_, kN), target(pd_, kN);
-  local.fill(0xee);
+  Buffer target(pd_, 4096);
   target.fill(0x33);
-  ibv_sge s = local.sge(kN);
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.rdma.remote_addr = target.mr->remote_key().addr;
-  w.wr.rdma.rkey = target.mr->rkey() ^ 0x5a5a00;  // a guessed key
-  ASSERT_EQ(a_->post_send(w), Status::kOk);
-  verbs::WorkCompletion wc = wait_one(*cq_);
-  EXPECT_EQ(verbs::status_of(wc), Status::kRemoteAccessError) << to_string(verbs::status_of(wc));
-  EXPECT_TRUE(target.matches(0x33, kN)) << "target memory was modified";
+  verbs::RemoteKey guessed = target.key();
+  guessed.rkey ^= 0x5a5a00;
+  expect_refused_write(guessed, target);
 }
 
 TEST_F(Rc, WritePastTheEndOfARegionIsARemoteAccessErrorAndChangesNothing) {
   connect_pair(*a_, *b_);
-  constexpr std::size_t kN = 4096;
-  Buffer local(pd_, kN), target(pd_, kN);
-  local.fill(0xee);
+  Buffer target(pd_, 4096);
   target.fill(0x33);
-  ibv_sge s = local.sge(kN);
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.rdma.remote_addr = target.mr->remote_key().addr + 100;  // the last 100 bytes fall outside
-  w.wr.rdma.rkey = target.mr->rkey();
-  ASSERT_EQ(a_->post_send(w), Status::kOk);
-  verbs::WorkCompletion wc = wait_one(*cq_);
-  EXPECT_EQ(verbs::status_of(wc), Status::kRemoteAccessError) << to_string(verbs::status_of(wc));
-  EXPECT_TRUE(target.matches(0x33, kN)) << "target memory was modified";
+  verbs::RemoteKey shifted = target.key();
+  shifted.addr += 100;  // the last 100 bytes fall outside the region
+  expect_refused_write(shifted, target);
 }
 
 TEST_F(Rc, SendWithNoReceivePostedAndRnrRetryZeroFails) {
@@ -231,26 +184,16 @@ TEST_F(Rc, SendWithNoReceivePostedAndRnrRetryZeroFails) {
   p.min_rnr_timer = 1;
   connect_pair(*a_, *b_, p);
   Buffer src(pd_, 32);
-  ibv_sge s = src.sge(32);
-  ibv_send_wr w{};
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED;
-  ASSERT_EQ(a_->post_send(w), Status::kOk);
-  verbs::WorkCompletion wc = wait_one(*cq_);
-  EXPECT_EQ(verbs::status_of(wc), Status::kRnrRetryExceeded) << to_string(verbs::status_of(wc));
+  auto s = src.send(IBV_WR_SEND, 32);
+  ASSERT_EQ(a_->post_send(s.wr), Status::kOk);
+  EXPECT_EQ(verbs::status_of(wait_one(*cq_)), Status::kRnrRetryExceeded);
 }
 
 TEST_F(Rc, MovingToErrorFlushesPostedReceives) {
   connect_pair(*a_, *b_);
   Buffer dst(pd_, 64);
-  ibv_sge rs = dst.sge(64);
-  ibv_recv_wr r{};
-  r.wr_id = 42;
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  ASSERT_EQ(b_->post_recv(r), Status::kOk);
+  auto r = dst.recv(64, 0, 42);
+  ASSERT_EQ(b_->post_recv(r.wr), Status::kOk);
   b_->to_error();
   verbs::WorkCompletion wc = wait_one(*cq_);
   EXPECT_EQ(wc.wr_id, 42u);
@@ -266,28 +209,15 @@ TEST_F(Uc, SendAndWriteDeliverOnAnUnreliableConnection) {
   constexpr std::size_t kN = 3000;  // several MTU-sized packets
   Buffer src(pd_, kN), dst(pd_, kN), target(pd_, kN);
   src.fill(0x21);
-  ibv_sge rs = dst.sge(kN);
-  ibv_recv_wr r{};
-  r.wr_id = 1;
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  ASSERT_EQ(b->post_recv(r), Status::kOk);
-  ibv_sge ss = src.sge(kN);
-  ibv_send_wr w{};
-  w.wr_id = 2;
-  w.sg_list = &ss;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED;
-  ASSERT_EQ(a->post_send(w), Status::kOk);
+  auto r = dst.recv(kN, 0, 1);
+  ASSERT_EQ(b->post_recv(r.wr), Status::kOk);
+  auto s = src.send(IBV_WR_SEND, kN, 0, 2);
+  ASSERT_EQ(a->post_send(s.wr), Status::kOk);
   for (int i = 0; i < 2; ++i) ASSERT_EQ(verbs::status_of(wait_one(*cq_)), Status::kOk);
   EXPECT_TRUE(dst.matches(0x21, kN));
 
-  w.wr_id = 3;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.wr.rdma.remote_addr = target.mr->remote_key().addr;
-  w.wr.rdma.rkey = target.mr->rkey();
-  ASSERT_EQ(a->post_send(w), Status::kOk);
+  auto w = src.send(IBV_WR_RDMA_WRITE, kN, 0, 3);
+  ASSERT_EQ(a->post_send(w.remote(target.key()).wr), Status::kOk);
   verbs::WorkCompletion wc = wait_one(*cq_);
   ASSERT_EQ(verbs::status_of(wc), Status::kOk);
   EXPECT_EQ(wc.opcode, IBV_WC_RDMA_WRITE);

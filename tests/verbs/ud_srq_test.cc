@@ -12,42 +12,39 @@ namespace {
 
 using verbs::QpType;
 
-class Ud : public VerbsTest {};
+// Two UD QPs on this device, ready to send, and an address handle from a to b.
+class Ud : public VerbsTest {
+ protected:
+  void SetUp() override {
+    VerbsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    a_ = make_qp(QpType::kUd);
+    b_ = make_qp(QpType::kUd);
+    verbs::PathParams p = path();
+    verbs::ConnectionInfo ia = a_->local_info(p);
+    ib_ = b_->local_info(p);
+    a_->connect(ia, ib_, p);
+    b_->connect(ib_, ia, p);
+    verbs::RemotePort rp;
+    rp.gid = ib_.gid;
+    rp.lid = ib_.lid;
+    rp.sgid_index = static_cast<std::uint8_t>(gid_.index);
+    ah_ = std::make_unique<verbs::AddressHandle>(pd_, rp);
+  }
+  std::unique_ptr<verbs::QueuePair> a_, b_;
+  verbs::ConnectionInfo ib_;
+  std::unique_ptr<verbs::AddressHandle> ah_;
+};
 
 TEST_F(Ud, SendThroughAnAddressHandleArrivesAfterTheGrh) {
-  auto a = make_qp(QpType::kUd), b = make_qp(QpType::kUd);
-  verbs::PathParams p = path();
-  verbs::ConnectionInfo ia = a->local_info(p), ib = b->local_info(p);
-  a->connect(ia, ib, p);
-  b->connect(ib, ia, p);
-  ASSERT_EQ(ib.qkey, verbs::kDefaultQkey);
-
+  ASSERT_EQ(ib_.qkey, verbs::kDefaultQkey);
   constexpr std::size_t kN = 512;
   Buffer src(pd_, kN), dst(pd_, verbs::kGrhBytes + kN);
   src.fill(0x42);
-  ibv_sge rs = dst.sge(verbs::kGrhBytes + kN);
-  ibv_recv_wr r{};
-  r.wr_id = 9;
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  ASSERT_EQ(b->post_recv(r), Status::kOk);
-
-  verbs::RemotePort rp;
-  rp.gid = ib.gid;
-  rp.lid = ib.lid;
-  rp.sgid_index = static_cast<std::uint8_t>(gid_.index);
-  verbs::AddressHandle ah(pd_, rp);
-  ibv_sge ss = src.sge(kN);
-  ibv_send_wr w{};
-  w.wr_id = 8;
-  w.sg_list = &ss;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.ud.ah = ah.native();
-  w.wr.ud.remote_qpn = ib.qpn;
-  w.wr.ud.remote_qkey = ib.qkey;
-  ASSERT_EQ(a->post_send(w), Status::kOk);
+  auto r = dst.recv(verbs::kGrhBytes + kN, 0, 9);
+  ASSERT_EQ(b_->post_recv(r.wr), Status::kOk);
+  auto w = src.send(IBV_WR_SEND, kN, 0, 8);
+  ASSERT_EQ(a_->post_send(w.datagram(ah_->native(), ib_.qpn, ib_.qkey).wr), Status::kOk);
 
   bool got = false;
   for (int i = 0; i < 2; ++i) {
@@ -56,7 +53,7 @@ TEST_F(Ud, SendThroughAnAddressHandleArrivesAfterTheGrh) {
     if (wc.opcode != IBV_WC_RECV) continue;
     got = true;
     EXPECT_EQ(wc.byte_len, verbs::kGrhBytes + kN);  // the GRH counts in byte_len
-    EXPECT_EQ(wc.src_qp, a->qp_num());               // UD tells the sender's QPN
+    EXPECT_EQ(wc.src_qp, a_->qp_num());              // UD tells the sender's QPN
     EXPECT_TRUE(wc.wc_flags & IBV_WC_GRH);
     EXPECT_TRUE(dst.matches(0x42, kN, verbs::kGrhBytes));
   }
@@ -64,31 +61,11 @@ TEST_F(Ud, SendThroughAnAddressHandleArrivesAfterTheGrh) {
 }
 
 TEST_F(Ud, AWrongQkeyIsDroppedNotDelivered) {
-  auto a = make_qp(QpType::kUd), b = make_qp(QpType::kUd);
-  verbs::PathParams p = path();
-  verbs::ConnectionInfo ia = a->local_info(p), ib = b->local_info(p);
-  a->connect(ia, ib, p);
-  b->connect(ib, ia, p);
   Buffer src(pd_, 16), dst(pd_, verbs::kGrhBytes + 16);
-  ibv_sge rs = dst.sge(verbs::kGrhBytes + 16);
-  ibv_recv_wr r{};
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  ASSERT_EQ(b->post_recv(r), Status::kOk);
-  verbs::RemotePort rp;
-  rp.gid = ib.gid;
-  rp.sgid_index = static_cast<std::uint8_t>(gid_.index);
-  verbs::AddressHandle ah(pd_, rp);
-  ibv_sge ss = src.sge(16);
-  ibv_send_wr w{};
-  w.sg_list = &ss;
-  w.num_sge = 1;
-  w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.wr.ud.ah = ah.native();
-  w.wr.ud.remote_qpn = ib.qpn;
-  w.wr.ud.remote_qkey = ib.qkey + 1;
-  ASSERT_EQ(a->post_send(w), Status::kOk);
+  auto r = dst.recv(verbs::kGrhBytes + 16);
+  ASSERT_EQ(b_->post_recv(r.wr), Status::kOk);
+  auto w = src.send(IBV_WR_SEND, 16);
+  ASSERT_EQ(a_->post_send(w.datagram(ah_->native(), ib_.qpn, ib_.qkey + 1).wr), Status::kOk);
   verbs::WorkCompletion wc = wait_one(*cq_);  // the send completes locally (UD is unreliable)
   EXPECT_EQ(wc.opcode, IBV_WC_SEND);
   std::this_thread::sleep_for(200ms);
@@ -111,27 +88,20 @@ TEST_F(Srq, OneReceivePoolServesSeveralQps) {
   constexpr int kBufs = 8;
   constexpr std::size_t kN = 256;
   Buffer pool(pd_, kBufs * kN);
-  ibv_sge rs[kBufs];
-  ibv_recv_wr r[kBufs]{};
+  std::vector<std::unique_ptr<verbs::RecvRequest>> r;
   for (int i = 0; i < kBufs; ++i) {
-    rs[i] = pool.sge(kN, static_cast<std::size_t>(i) * kN);
-    r[i] = {static_cast<std::uint64_t>(i), i + 1 < kBufs ? &r[i + 1] : nullptr, &rs[i], 1};
+    r.push_back(std::make_unique<verbs::RecvRequest>(pool.bytes.data() + i * kN, kN, pool.mr->lkey(), i));
+    if (i > 0) r[i - 1]->wr.next = &r[i]->wr;
   }
-  ASSERT_EQ(srq->post_recv(r[0]), Status::kOk);
+  ASSERT_EQ(srq->post_recv(r[0]->wr), Status::kOk);
   // Receives go to the SRQ, not the QP.
-  EXPECT_EQ(x->post_recv(r[0]), Status::kInvalidState);
+  EXPECT_EQ(x->post_recv(r[0]->wr), Status::kInvalidState);
 
   Buffer src(pd_, kN);
   src.fill(3);
   auto send = [&](verbs::QueuePair& qp, std::uint64_t id) {
-    ibv_sge s = src.sge(kN);
-    ibv_send_wr w{};
-    w.wr_id = id;
-    w.sg_list = &s;
-    w.num_sge = 1;
-    w.opcode = IBV_WR_SEND;
-    w.send_flags = IBV_SEND_SIGNALED;
-    return qp.post_send(w);
+    auto w = src.send(IBV_WR_SEND, kN, 0, id);
+    return qp.post_send(w.wr);
   };
   ASSERT_EQ(send(*px, 1), Status::kOk);
   ASSERT_EQ(send(*py, 2), Status::kOk);
