@@ -24,12 +24,13 @@ fi
 
 # Runs one tool's server and client on this host; prints the client's output. Both are bounded.
 pair() {
-  local out rc=0
+  local out rc=0 server_rc=0
   timeout 300 "${pin_server[@]}" "$@" >/dev/null 2>&1 &
   local server=$!
   sleep 1
   out=$(timeout 300 "${pin_client[@]}" "$@" 127.0.0.1 2>&1) || rc=$?
-  wait "$server" || rc=${rc:-$?}
+  wait "$server" || server_rc=$?
+  [ "$rc" -ne 0 ] || rc=$server_rc
   echo "$out"
   return "$rc"
 }

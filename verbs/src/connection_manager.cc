@@ -9,6 +9,7 @@
 #include <string>
 
 #include "addr_info.h"
+#include "qp_init_attr.h"
 #include "unet/verbs/error.h"
 
 namespace unet::verbs {
@@ -82,23 +83,10 @@ rdma_conn_param conn_param(const CmParams& p) {
 void CmConnection::create_qp(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config) {
   std::string object = "rdma_cm id";
   if (config.type != QpType::kRc) throw_error("rdma_create_qp", object, EINVAL, "only RC is supported");
-  if (!config.send_cq) throw_error("rdma_create_qp", object, EINVAL, "no send CQ given");
   if (id_->verbs != pd->context().native())
     throw_error("rdma_create_qp", object, EINVAL,
                 "the address resolves to a different device than the PD's (" + pd->context().name() + ")");
-  const DeviceLimits& l = pd->context().limits();
-  ibv_qp_init_attr attr{};
-  attr.qp_type = IBV_QPT_RC;
-  attr.send_cq = config.send_cq->native();
-  attr.recv_cq = (config.recv_cq ? config.recv_cq : config.send_cq)->native();
-  attr.srq = config.srq ? config.srq->native() : nullptr;
-  attr.sq_sig_all = config.signal_all ? 1 : 0;
-  attr.cap.max_send_wr = Context::clamp(config.max_send_wr, l.max_qp_wr);
-  attr.cap.max_recv_wr = config.srq ? 0 : Context::clamp(config.max_recv_wr, l.max_qp_wr);
-  attr.cap.max_send_sge = Context::clamp(config.max_send_sge, l.max_sge);
-  attr.cap.max_recv_sge = config.srq ? 0 : Context::clamp(config.max_recv_sge, l.max_sge);
-  attr.cap.max_inline_data =
-      config.max_inline_data ? std::min(config.max_inline_data, pd->context().max_inline_data(IBV_QPT_RC)) : 0;
+  ibv_qp_init_attr attr = make_qp_init_attr(pd->context(), config, object);
   if (rdma_create_qp(id_, pd->native(), &attr) != 0) throw_error("rdma_create_qp", object, errno);
   qp_.emplace(QueuePair::Adopt{}, std::move(pd), config, id_->qp);
 }

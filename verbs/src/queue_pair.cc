@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <string>
 
+#include "qp_init_attr.h"
 #include "unet/verbs/address_handle.h"
 #include "unet/verbs/error.h"
 
@@ -38,6 +39,24 @@ ibv_qp_type to_ibv(QpType t) noexcept {
   return IBV_QPT_RC;
 }
 
+ibv_qp_init_attr make_qp_init_attr(Context& ctx, const QpConfig& config, const std::string& object) {
+  if (!config.send_cq) throw_error("create QP", object, EINVAL, "no send CQ given");
+  const DeviceLimits& l = ctx.limits();
+  ibv_qp_init_attr attr{};
+  attr.qp_type = to_ibv(config.type);
+  attr.send_cq = config.send_cq->native();
+  attr.recv_cq = (config.recv_cq ? config.recv_cq : config.send_cq)->native();
+  attr.srq = config.srq ? config.srq->native() : nullptr;
+  attr.sq_sig_all = config.signal_all ? 1 : 0;
+  attr.cap.max_send_wr = Context::clamp(config.max_send_wr, l.max_qp_wr);
+  attr.cap.max_recv_wr = config.srq ? 0 : Context::clamp(config.max_recv_wr, l.max_qp_wr);
+  attr.cap.max_send_sge = Context::clamp(config.max_send_sge, l.max_sge);
+  attr.cap.max_recv_sge = config.srq ? 0 : Context::clamp(config.max_recv_sge, l.max_sge);
+  attr.cap.max_inline_data =
+      config.max_inline_data ? std::min(config.max_inline_data, ctx.max_inline_data(attr.qp_type)) : 0;
+  return attr;
+}
+
 QueuePair::QueuePair(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config)
     : pd_(std::move(pd)),
       send_cq_(config.send_cq),
@@ -45,22 +64,8 @@ QueuePair::QueuePair(std::shared_ptr<ProtectionDomain> pd, const QpConfig& confi
       srq_(config.srq),
       type_(config.type),
       has_srq_(config.srq != nullptr) {
-  Context& ctx = pd_->context();
-  std::string object = ctx.name() + " " + type_name(type_) + " QP";
-  if (!send_cq_) throw_error("ibv_create_qp", object, EINVAL, "no send CQ given");
-  const DeviceLimits& l = ctx.limits();
-  ibv_qp_init_attr attr{};
-  attr.qp_type = to_ibv(type_);
-  attr.send_cq = send_cq_->native();
-  attr.recv_cq = recv_cq_->native();
-  attr.srq = srq_ ? srq_->native() : nullptr;
-  attr.sq_sig_all = config.signal_all ? 1 : 0;
-  attr.cap.max_send_wr = Context::clamp(config.max_send_wr, l.max_qp_wr);
-  attr.cap.max_recv_wr = srq_ ? 0 : Context::clamp(config.max_recv_wr, l.max_qp_wr);
-  attr.cap.max_send_sge = Context::clamp(config.max_send_sge, l.max_sge);
-  attr.cap.max_recv_sge = srq_ ? 0 : Context::clamp(config.max_recv_sge, l.max_sge);
-  attr.cap.max_inline_data =
-      config.max_inline_data ? std::min(config.max_inline_data, ctx.max_inline_data(attr.qp_type)) : 0;
+  std::string object = pd_->context().name() + " " + type_name(type_) + " QP";
+  ibv_qp_init_attr attr = make_qp_init_attr(pd_->context(), config, object);
   qp_ = ibv_create_qp(pd_->native(), &attr);
   if (!qp_) throw_error("ibv_create_qp", object, errno);
   caps_ = {attr.cap.max_send_wr, attr.cap.max_recv_wr, attr.cap.max_send_sge,
