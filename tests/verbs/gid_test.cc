@@ -1,6 +1,8 @@
 // Unit: GID text forms.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "unet/verbs/gid.h"
 
 namespace unet::verbs {
@@ -42,6 +44,39 @@ TEST(Gid, Classification) {
   EXPECT_FALSE(link_local.is_zero());
   EXPECT_EQ(mapped(198, 18, 0, 1).to_string(), "::ffff:198.18.0.1");
   EXPECT_EQ(link_local.to_string(), "fe80::1");
+}
+
+TEST(Gid, SourceOfAnIpv4RoceV2Arrival) {
+  // The shape rxe places before a UD payload (seen in the VM): 20 zero bytes, then the IPv4
+  // header with its checksum left 0; here from 198.18.0.2 to 198.18.0.1.
+  const std::uint8_t seen[40] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                 0x45, 0, 0, 0x3c, 0x30, 0xcc, 0x40, 0, 0x40, 0x11, 0, 0,
+                                 198, 18, 0, 2, 198, 18, 0, 1};
+  EXPECT_EQ(grh_source_gid(seen), mapped(198, 18, 0, 2));
+}
+
+TEST(Gid, AnIpv6LookingHeaderIsIpv4OnlyWithAValidChecksum) {
+  std::uint8_t grh[40] = {0x60};
+  const std::uint8_t ip[20] = {0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 198, 18, 0, 2, 198, 18, 0, 1};
+  std::copy(ip, ip + 20, grh + 20);
+  std::uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>(grh[20 + i] << 8 | grh[21 + i]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  grh[30] = static_cast<std::uint8_t>(~sum >> 8);
+  grh[31] = static_cast<std::uint8_t>(~sum);
+  EXPECT_EQ(grh_source_gid(grh), mapped(198, 18, 0, 2));
+  grh[31] ^= 1;  // checksum wrong: a GRH whose source GID happens to contain 0x45
+  Gid expect;
+  std::copy(grh + 8, grh + 24, expect.raw.begin());
+  EXPECT_EQ(grh_source_gid(grh), expect);
+}
+
+TEST(Gid, SourceOfAGrhArrival) {
+  std::uint8_t grh[40] = {0x60};
+  Gid src = mapped(10, 1, 2, 3);
+  src.raw[0] = 0xfe;
+  std::copy(src.raw.begin(), src.raw.end(), grh + 8);
+  EXPECT_EQ(grh_source_gid(grh), src);
 }
 
 }  // namespace

@@ -55,6 +55,28 @@ std::string Gid::to_string() const {
   return buf;
 }
 
+Gid grh_source_gid(const std::uint8_t* grh) noexcept {
+  const std::uint8_t* ip = grh + 20;
+  bool ipv4 = false;
+  if ((grh[0] >> 4) != 6) {
+    ipv4 = (ip[0] >> 4) == 4;  // no IPv6 GRH here: an IPv4 header (rxe leaves its checksum 0)
+  } else if (ip[0] == 0x45) {
+    // Both readings are possible: believe IPv4 only if its header checksum is right.
+    std::uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>(ip[i] << 8 | ip[i + 1]);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    ipv4 = sum == 0xffff;
+  }
+  Gid g;
+  if (ipv4) {
+    g.raw[10] = g.raw[11] = 0xff;
+    std::copy(ip + 12, ip + 16, g.raw.begin() + 12);
+  } else {
+    std::copy(grh + 8, grh + 24, g.raw.begin());
+  }
+  return g;
+}
+
 namespace {
 
 GidType to_gid_type(std::uint32_t t) {

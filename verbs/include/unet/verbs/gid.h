@@ -39,6 +39,14 @@ struct GidEntry {
   GidType type = GidType::kIb;
 };
 
+// The sender's GID from the 40 bytes a UD receive places before the payload. On RoCE v2 over
+// IPv4 those bytes hold an IPv4 header at offset 20 and the GID is its source address,
+// IPv4-mapped; otherwise they are an IB/IPv6 GRH and the GID is its source GID field. As in
+// libibverbs: with no IPv6 version nibble in byte 0, an IPv4 version nibble at offset 20 decides
+// (rxe leaves that header's checksum 0); when byte 0 says IPv6, IPv4 wins only with a valid
+// header checksum.
+Gid grh_source_gid(const std::uint8_t* grh) noexcept;
+
 // The GID `port` of `ctx` should use. With `index` set, that entry (or Error if it is absent or
 // zero); otherwise the perftest-style choice above. Throws Error when the port has no usable GID.
 GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::uint32_t> index = {});
