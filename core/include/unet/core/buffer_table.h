@@ -1,0 +1,76 @@
+// BufferTable: who owns each buffer of a communication segment, enforced at every step.
+//
+//   kSpare        idle; the application may take it to compose a send (take_spare)
+//   kApplication  the application's: taken to compose, or arrived and not yet released
+//   kSendQueue    on the send queue or in flight; the endpoint's until the send completes
+//   kFreeQueue    on the free queue (posted as a receive); the NI's until something arrives
+//
+//   spare --take_spare--> application --queue_send--> send queue --send_done--> spare
+//   free queue --arrived--> application --release--> free queue
+//
+// A move from the wrong state is refused with a Status and changes nothing, so a buffer can never
+// be both on the free queue and in flight, and a double release is caught. Pure logic, no device;
+// all storage allocated at construction.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "unet/core/descriptor.h"
+#include "unet/core/descriptor_ring.h"
+#include "unet/verbs/status.h"
+
+namespace unet::core {
+
+enum class BufferOwner : std::uint8_t { kSpare, kApplication, kSendQueue, kFreeQueue };
+
+class BufferTable {
+ public:
+  // `count` buffers, all spare.
+  explicit BufferTable(std::uint32_t count) : owner_(count, BufferOwner::kSpare), spare_(count ? count : 1) {
+    for (BufferId b = 0; b < count; ++b) (void)spare_.push(b);
+  }
+
+  std::uint32_t count() const noexcept { return static_cast<std::uint32_t>(owner_.size()); }
+  std::uint32_t spare() const noexcept { return spare_.size(); }
+  BufferOwner owner(BufferId b) const noexcept { return owner_[b]; }
+  bool valid(BufferId b) const noexcept { return b < owner_.size(); }
+
+  // spare -> application. kNoResource when no buffer is spare.
+  Status take_spare(BufferId& out) noexcept { return take(BufferOwner::kApplication, out); }
+  // spare -> free queue: a spare buffer to post as a receive. kNoResource when none is spare.
+  Status take_for_free_queue(BufferId& out) noexcept { return take(BufferOwner::kFreeQueue, out); }
+  // application -> send queue.
+  Status queue_send(BufferId b) noexcept { return move(b, BufferOwner::kApplication, BufferOwner::kSendQueue); }
+  // send queue -> spare (the send completed, or failed and was reported).
+  Status send_done(BufferId b) noexcept {
+    Status s = move(b, BufferOwner::kSendQueue, BufferOwner::kSpare);
+    if (s == Status::kOk) (void)spare_.push(b);  // capacity == count: cannot be full
+    return s;
+  }
+  // free queue -> application (a message arrived in it).
+  Status arrived(BufferId b) noexcept { return move(b, BufferOwner::kFreeQueue, BufferOwner::kApplication); }
+  // application -> free queue (the application hands it back; the endpoint reposts it).
+  Status release(BufferId b) noexcept { return move(b, BufferOwner::kApplication, BufferOwner::kFreeQueue); }
+
+ private:
+  // Every spare buffer is in spare_ exactly once: it enters on becoming spare, leaves here.
+  Status take(BufferOwner to, BufferId& out) noexcept {
+    BufferId b;
+    if (!spare_.pop_into(b)) return Status::kNoResource;
+    owner_[b] = to;
+    out = b;
+    return Status::kOk;
+  }
+  Status move(BufferId b, BufferOwner from, BufferOwner to) noexcept {
+    if (b >= owner_.size()) return Status::kInvalidArgument;
+    if (owner_[b] != from) return Status::kInvalidState;
+    owner_[b] = to;
+    return Status::kOk;
+  }
+
+  std::vector<BufferOwner> owner_;
+  DescriptorRing<BufferId> spare_;  // exactly the spare buffers
+};
+
+}  // namespace unet::core

@@ -1,0 +1,41 @@
+// Descriptor: one entry of an endpoint's send or receive queue — U-Net's message descriptor.
+//
+// It names a channel (the tag), a buffer of the communication segment and a length, and carries
+// small messages inside itself (the paper's small-message optimization): kInlineBytes of payload
+// ride in the descriptor, so a small send needs no buffer and a small arrival frees its buffer at
+// once. One descriptor is one 64-byte cache line (pinned by a static_assert and a test).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace unet::core {
+
+using ChannelId = std::uint32_t;
+using BufferId = std::uint32_t;
+
+inline constexpr ChannelId kNoChannel = UINT32_MAX;
+inline constexpr BufferId kNoBuffer = UINT32_MAX;
+
+struct alignas(64) Descriptor {
+  static constexpr std::size_t kInlineBytes = 48;
+
+  enum Flags : std::uint16_t {
+    kInline = 1 << 0,  // the payload is in `data`, not in a buffer
+  };
+
+  ChannelId channel = kNoChannel;  // the tag: which channel the message travels on
+  std::uint32_t length = 0;        // payload bytes
+  BufferId buffer = kNoBuffer;     // segment buffer holding the payload (unless kInline)
+  std::uint16_t flags = 0;
+  std::uint16_t reserved = 0;
+  std::byte data[kInlineBytes];    // inline payload (valid for `length` bytes when kInline)
+
+  bool is_inline() const noexcept { return flags & kInline; }
+  std::span<const std::byte> inline_payload() const noexcept { return {data, length}; }
+};
+
+static_assert(sizeof(Descriptor) == 64, "a descriptor is one cache line");
+
+}  // namespace unet::core

@@ -1,0 +1,156 @@
+// Endpoint: a process's virtual network interface — U-Net's endpoint on RDMA verbs.
+//
+// An endpoint owns a protection domain, one completion queue, its queue pairs and its
+// communication segment: one registered, pinned region carved into fixed-size buffers. The
+// application talks to it through three queues of its own memory, as in the paper:
+//   send queue     descriptors the application pushes (send / send_inline); poll() posts the
+//                  pending ones as one post list per QP (doorbell batching), signaling selectively
+//   receive queue  descriptors for arrivals (receive); small ones carry the payload inside
+//   free queue     buffers handed back (release); poll() reposts them as receives in batches
+// RC: one QP per channel, all on the endpoint's CQ and one shared receive queue (so one free
+// queue serves every channel); the tag of an arrival is its local QP number. UD: one QP per
+// endpoint; a channel is a peer's (GID, QPN, Q_Key); the tag is the sender's QPN and GID.
+// Arrivals whose tag matches no open channel are dropped and counted, never delivered.
+//
+// Threading: an endpoint is used from one thread (its queues are SPSC rings, so a second thread
+// may only be the other side of a ring). Set-up throws verbs::Error; the data path returns Status
+// and never allocates, locks or throws.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "unet/core/buffer_table.h"
+#include "unet/core/descriptor.h"
+#include "unet/core/descriptor_ring.h"
+#include "unet/verbs/status.h"
+
+namespace unet::verbs {
+class Context;
+class ProtectionDomain;
+class CompletionQueue;
+class SharedReceiveQueue;
+class QueuePair;
+class MemoryRegion;
+}  // namespace unet::verbs
+
+namespace unet::core {
+
+enum class Transport : std::uint8_t { kRc, kUd };
+enum class Mode : std::uint8_t { kBaseLevel, kDirectAccess };
+
+struct EndpointConfig {
+  std::string device;                      // "" = the first device
+  std::uint8_t port = 1;
+  std::optional<std::uint32_t> gid_index;  // default: chosen like perftest
+  Transport transport = Transport::kRc;
+  Mode mode = Mode::kBaseLevel;
+  std::uint32_t buffer_bytes = 4096;       // one segment buffer
+  std::uint32_t buffers = 256;             // the segment holds buffers * buffer_bytes
+  std::uint32_t free_queue_depth = 128;    // buffers kept posted for arrivals (< buffers)
+  std::uint32_t send_queue_depth = 128;    // descriptors the send queue holds
+  std::uint32_t recv_queue_depth = 256;    // descriptors the receive queue holds
+  std::uint32_t inline_threshold = Descriptor::kInlineBytes;  // clamped to the device's inline
+  std::uint32_t max_channels = 64;
+  std::uint32_t signal_interval = 16;      // one signaled send in this many, per QP
+};
+
+// Counters; the test of every mechanism reads one.
+struct EndpointStats {
+  std::uint64_t sent = 0;               // descriptors posted
+  std::uint64_t inline_sent = 0;        // ... of which with IBV_SEND_INLINE
+  std::uint64_t received = 0;           // descriptors put on the receive queue
+  std::uint64_t inline_received = 0;    // ... of which copied into the descriptor
+  std::uint64_t unknown_tag_drops = 0;  // arrivals for no open channel, dropped
+  std::uint64_t recv_overflow_drops = 0;  // arrivals dropped because the receive queue was full
+  std::uint64_t send_errors = 0;        // sends completed with an error
+  std::uint64_t doorbells = 0;          // post_send calls (each may carry many descriptors)
+  std::uint64_t reposts = 0;            // post_recv calls for the free queue
+};
+
+// One side's half of a channel set-up, exchanged out of band (text, one line).
+struct ChannelOffer {
+  std::string local;  // send this to the peer
+  std::uint32_t slot = 0;
+};
+
+class Endpoint {
+ public:
+  explicit Endpoint(const EndpointConfig& config);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  const EndpointConfig& config() const noexcept { return config_; }
+  const EndpointStats& stats() const noexcept { return stats_; }
+  std::uint32_t inline_threshold() const noexcept { return inline_threshold_; }
+  // Largest message a send may carry: the buffer size (RC) or the path MTU (UD).
+  std::uint32_t max_message() const noexcept { return max_message_; }
+
+  // --- channels (set-up: may throw verbs::Error) ---
+  // Starts a channel: RC makes its QP; UD has one QP for all. Returns our half to send the peer.
+  ChannelOffer offer_channel();
+  // Completes the channel from `offer` and the peer's half; returns its id (the tag).
+  ChannelId accept_offer(const ChannelOffer& offer, std::string_view peer_half);
+  // Closes a channel: later sends on it fail with kClosed and its arrivals are dropped as unknown.
+  Status close_channel(ChannelId ch) noexcept;
+  // kOk for an open channel, kClosed for a closed or failed one, kNotFound for no such channel.
+  Status channel_status(ChannelId ch) const noexcept;
+
+  // --- data path (never throws, never allocates) ---
+  // Takes a spare buffer to compose a message in (base-level). kNoResource when none is spare.
+  Status acquire_buffer(BufferId& out) noexcept;
+  // The bytes of buffer `b` (buffer_bytes long); empty for an invalid id.
+  std::span<std::byte> buffer(BufferId b) noexcept;
+  // Pushes a descriptor: `length` bytes of buffer `b`, which the application owns, onto the send
+  // queue; the endpoint owns `b` until the send completes.
+  Status send(ChannelId ch, BufferId b, std::uint32_t length) noexcept;
+  // Pushes a small message carried inside the descriptor (length <= inline_threshold()).
+  Status send_inline(ChannelId ch, std::span<const std::byte> payload) noexcept;
+  // Progress: posts pending sends, reaps completions, fills the receive queue, reposts freed
+  // buffers. Returns how much work it did (0 = idle), or a negative value on a device error.
+  int poll() noexcept;
+  // Pops the oldest arrival. kNoResource when the receive queue is empty. A non-inline arrival's
+  // buffer belongs to the application until release().
+  Status receive(Descriptor& out) noexcept;
+  // Hands a buffer back to the free queue. Refused (kInvalidState) unless the application owns it.
+  Status release(BufferId b) noexcept;
+
+ private:
+  struct Channel;
+  struct Lane;
+  struct Verbs;
+
+  std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
+  Status check_channel(ChannelId ch) const noexcept;
+  int post_pending_sends() noexcept;
+  int reap_completions() noexcept;
+  int repost_free_buffers() noexcept;
+  void retire(Lane& lane, std::uint32_t count, bool ok) noexcept;
+  void fail_lane(Lane& lane) noexcept;
+
+  EndpointConfig config_;
+  EndpointStats stats_;
+  std::uint32_t inline_threshold_ = 0;
+  std::uint32_t max_message_ = 0;
+  std::unique_ptr<Verbs> v_;               // device objects (verbs/ types stay out of this header)
+  struct FreeSegment {
+    void operator()(std::byte* p) const noexcept;
+  };
+  std::unique_ptr<std::byte[], FreeSegment> segment_;  // page-aligned: buffers, then UD GRH slots
+  std::size_t segment_bytes_ = 0;
+  BufferTable buffers_;
+  DescriptorRing<Descriptor> send_queue_;
+  DescriptorRing<Descriptor> recv_queue_;
+  DescriptorRing<BufferId> free_queue_;    // released buffers waiting to be reposted
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<std::unique_ptr<Lane>> lanes_;  // one per QP: in-flight sends, signaling state
+};
+
+}  // namespace unet::core

@@ -1,0 +1,183 @@
+// Endpoint set-up and channels. The data path is in endpoint_data.cc.
+#include "unet/core/endpoint.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "endpoint_impl.h"
+#include "unet/verbs/error.h"
+
+namespace unet::core {
+
+void Endpoint::FreeSegment::operator()(std::byte* p) const noexcept { std::free(p); }
+
+namespace {
+
+EndpointConfig checked(EndpointConfig c) {
+  if (c.buffers == 0 || c.buffer_bytes == 0 || c.send_queue_depth == 0 || c.recv_queue_depth == 0 ||
+      c.max_channels == 0 || c.signal_interval == 0)
+    verbs::throw_error("Endpoint", "config", EINVAL, "sizes and depths must be positive");
+  if (c.free_queue_depth == 0 || c.free_queue_depth >= c.buffers)
+    verbs::throw_error("Endpoint", "config", EINVAL,
+                       "free_queue_depth must be at least 1 and leave buffers to send from");
+  if (c.mode == Mode::kDirectAccess)
+    verbs::throw_error("Endpoint", "config", ENOTSUP, "direct-access mode is not built yet");
+  return c;
+}
+
+}  // namespace
+
+Endpoint::Endpoint(const EndpointConfig& config)
+    : config_(checked(config)),
+      buffers_(config_.buffers),
+      send_queue_(config_.send_queue_depth),
+      recv_queue_(config_.recv_queue_depth),
+      free_queue_(config_.buffers) {
+  v_ = std::make_unique<Verbs>();
+  v_->ctx = verbs::Context::open(config_.device);
+  v_->pd = std::make_shared<verbs::ProtectionDomain>(v_->ctx);
+  v_->gid = verbs::select_gid(*v_->ctx, config_.port, config_.gid_index);
+  v_->path.port = config_.port;
+  v_->path.sgid_index = static_cast<std::uint8_t>(v_->gid.index);
+  verbs::PortInfo port = v_->ctx->port(config_.port);
+  v_->path.mtu = port.active_mtu;
+
+  // One CQ for every send and arrival of the endpoint.
+  std::uint32_t cqe = config_.free_queue_depth + config_.send_queue_depth * config_.max_channels;
+  v_->cq = std::make_shared<verbs::CompletionQueue>(v_->ctx, cqe);
+
+  const bool ud = config_.transport == Transport::kUd;
+  ibv_qp_type qpt = ud ? IBV_QPT_UD : IBV_QPT_RC;
+  inline_threshold_ = std::min<std::uint32_t>({config_.inline_threshold,
+                                               static_cast<std::uint32_t>(Descriptor::kInlineBytes),
+                                               v_->ctx->max_inline_data(qpt)});
+  max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
+
+  // The communication segment: buffers, then (UD) one 64-byte slot per buffer for the GRH.
+  segment_bytes_ = std::size_t{config_.buffers} * (config_.buffer_bytes + (ud ? kGrhSlot : 0));
+  segment_bytes_ = (segment_bytes_ + 4095) / 4096 * 4096;
+  segment_.reset(static_cast<std::byte*>(std::aligned_alloc(4096, segment_bytes_)));
+  if (!segment_) verbs::throw_error("aligned_alloc", "communication segment", ENOMEM);
+  std::fill_n(segment_.get(), segment_bytes_, std::byte{0});
+  v_->mr = std::make_unique<verbs::MemoryRegion>(v_->pd, segment_.get(), segment_bytes_,
+                                                 IBV_ACCESS_LOCAL_WRITE);
+
+  if (ud) {
+    verbs::QpConfig qc;
+    qc.type = verbs::QpType::kUd;
+    qc.send_cq = v_->cq;
+    qc.max_send_wr = config_.send_queue_depth;
+    qc.max_recv_wr = config_.free_queue_depth;
+    qc.max_recv_sge = 2;  // GRH slot + buffer
+    qc.max_inline_data = inline_threshold_;
+    v_->ud_qp = std::make_unique<verbs::QueuePair>(v_->pd, qc);
+    verbs::ConnectionInfo self = v_->ud_qp->local_info(v_->path);
+    v_->ud_qp->connect(self, self, v_->path);  // UD: INIT -> RTR -> RTS; the peer is per send
+    add_lane(*v_->ud_qp, kNoChannel);
+  } else {
+    v_->srq = std::make_shared<verbs::SharedReceiveQueue>(v_->pd, config_.free_queue_depth);
+  }
+
+  // Fill the free queue; the first poll() (or this) posts it.
+  for (std::uint32_t i = 0; i < config_.free_queue_depth; ++i) {
+    BufferId b;
+    (void)buffers_.take_for_free_queue(b);
+    (void)free_queue_.push(b);
+  }
+  if (repost_free_buffers() < 0) verbs::throw_error("post_recv", "free queue", EIO);
+}
+
+Endpoint::~Endpoint() {
+  // Lanes (raw QP pointers) first, then the channels' QPs, then the SRQ, CQ, MR and PD (Verbs
+  // holds those) — and all of that before the segment's memory is freed.
+  lanes_.clear();
+  channels_.clear();
+  v_.reset();
+}
+
+std::uint32_t Endpoint::add_lane(verbs::QueuePair& qp, ChannelId ch) {
+  auto lane = std::make_unique<Lane>(qp, ch, std::max<std::uint32_t>(qp.caps().max_send_wr, 1));
+  lane->interval = std::clamp<std::uint32_t>(config_.signal_interval, 1,
+                                             std::max<std::uint32_t>(lane->depth / 2, 1));
+  lanes_.push_back(std::move(lane));
+  return static_cast<std::uint32_t>(lanes_.size() - 1);
+}
+
+ChannelOffer Endpoint::offer_channel() {
+  if (channels_.size() >= config_.max_channels)
+    verbs::throw_error("offer_channel", "endpoint", ENOSPC,
+                       "max_channels (" + std::to_string(config_.max_channels) + ") reached");
+  auto ch = std::make_unique<Channel>();
+  verbs::ConnectionInfo local;
+  if (config_.transport == Transport::kRc) {
+    verbs::QpConfig qc;
+    qc.type = verbs::QpType::kRc;
+    qc.send_cq = v_->cq;
+    qc.srq = v_->srq;
+    qc.max_send_wr = config_.send_queue_depth;
+    qc.max_inline_data = inline_threshold_;
+    ch->qp = std::make_unique<verbs::QueuePair>(v_->pd, qc);
+    local = ch->qp->local_info(v_->path);
+  } else {
+    local = v_->ud_qp->local_info(v_->path);
+  }
+  ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size())};
+  channels_.push_back(std::move(ch));
+  return offer;
+}
+
+ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view peer_half) {
+  if (offer.slot >= channels_.size() || channels_[offer.slot]->state != Channel::State::kOffered)
+    verbs::throw_error("accept_offer", "endpoint", EINVAL, "not a pending offer of this endpoint");
+  verbs::ConnectionInfo local, remote;
+  if (verbs::decode(offer.local, local) != Status::kOk || verbs::decode(peer_half, remote) != Status::kOk)
+    verbs::throw_error("accept_offer", "endpoint", EPROTO, "malformed channel offer");
+  Channel& ch = *channels_[offer.slot];
+  ChannelId id = offer.slot;
+  if (config_.transport == Transport::kRc) {
+    ch.qp->connect(local, remote, v_->path);
+    ch.lane = add_lane(*ch.qp, id);
+    v_->by_qpn.emplace(ch.qp->qp_num(), id);
+  } else {
+    if ((config_.transport == Transport::kUd) && remote.qkey != local.qkey)
+      verbs::throw_error("accept_offer", "endpoint", EPROTO, "the peer uses another Q_Key");
+    verbs::RemotePort rp;
+    rp.lid = remote.lid;
+    rp.gid = remote.gid;
+    rp.sgid_index = v_->path.sgid_index;
+    rp.port = config_.port;
+    ch.ah = std::make_unique<verbs::AddressHandle>(v_->pd, rp);
+    ch.remote_qpn = remote.qpn;
+    ch.remote_qkey = remote.qkey;
+    ch.lane = 0;
+    v_->by_peer.emplace(UdPeer{remote.qpn, remote.gid}, id);
+    ch.peer = UdPeer{remote.qpn, remote.gid};
+  }
+  ch.state = Channel::State::kOpen;
+  return id;
+}
+
+Status Endpoint::close_channel(ChannelId id) noexcept {
+  if (id >= channels_.size()) return Status::kNotFound;
+  Channel& ch = *channels_[id];
+  if (ch.state != Channel::State::kOpen && ch.state != Channel::State::kFailed) return Status::kClosed;
+  ch.state = Channel::State::kClosed;
+  if (ch.qp) {
+    v_->by_qpn.erase(ch.qp->qp_num());
+    try {
+      ch.qp->to_error();  // posted sends flush; they are retired as errors
+    } catch (const verbs::Error&) {
+      return Status::kDeviceError;
+    }
+  } else {
+    v_->by_peer.erase(ch.peer);
+  }
+  return Status::kOk;
+}
+
+Status Endpoint::channel_status(ChannelId id) const noexcept {
+  if (id >= channels_.size()) return Status::kNotFound;
+  return channels_[id]->state == Channel::State::kOpen ? Status::kOk : Status::kClosed;
+}
+
+}  // namespace unet::core

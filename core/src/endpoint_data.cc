@@ -1,0 +1,257 @@
+// Endpoint data path: send, receive, release and the progress engine. No allocation, lock,
+// exception or system call beyond the verbs post/poll themselves.
+#include <algorithm>
+#include <cstring>
+
+#include "endpoint_impl.h"
+
+namespace unet::core {
+
+Status Endpoint::check_channel(ChannelId ch) const noexcept {
+  if (ch >= channels_.size()) return Status::kNotFound;
+  return channels_[ch]->state == Channel::State::kOpen ? Status::kOk : Status::kClosed;
+}
+
+Status Endpoint::acquire_buffer(BufferId& out) noexcept { return buffers_.take_spare(out); }
+
+std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
+  if (!buffers_.valid(b)) return {};
+  return {segment_.get() + std::size_t{b} * config_.buffer_bytes, config_.buffer_bytes};
+}
+
+Status Endpoint::send(ChannelId ch, BufferId b, std::uint32_t length) noexcept {
+  if (Status s = check_channel(ch); s != Status::kOk) return s;
+  if (!buffers_.valid(b) || length == 0 || length > max_message_) return Status::kInvalidArgument;
+  if (buffers_.owner(b) != BufferOwner::kApplication) return Status::kInvalidState;
+  Descriptor* d = send_queue_.reserve();
+  if (!d) return Status::kNoResource;
+  (void)buffers_.queue_send(b);
+  d->channel = ch;
+  d->length = length;
+  d->buffer = b;
+  d->flags = 0;
+  send_queue_.commit();
+  return Status::kOk;
+}
+
+Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload) noexcept {
+  if (Status s = check_channel(ch); s != Status::kOk) return s;
+  if (payload.empty() || payload.size() > inline_threshold_) return Status::kInvalidArgument;
+  Descriptor* d = send_queue_.reserve();
+  if (!d) return Status::kNoResource;
+  d->channel = ch;
+  d->length = static_cast<std::uint32_t>(payload.size());
+  d->buffer = kNoBuffer;
+  d->flags = Descriptor::kInline;
+  std::memcpy(d->data, payload.data(), payload.size());
+  send_queue_.commit();
+  return Status::kOk;
+}
+
+Status Endpoint::receive(Descriptor& out) noexcept {
+  return recv_queue_.pop_into(out) ? Status::kOk : Status::kNoResource;
+}
+
+Status Endpoint::release(BufferId b) noexcept {
+  if (Status s = buffers_.release(b); s != Status::kOk) return s;
+  (void)free_queue_.push(b);  // capacity == buffers: cannot be full
+  return Status::kOk;
+}
+
+int Endpoint::poll() noexcept {
+  int reaped = reap_completions();
+  if (reaped < 0) return reaped;
+  int posted = post_pending_sends();
+  int reposted = repost_free_buffers();
+  if (posted < 0 || reposted < 0) return -1;
+  return reaped + posted + reposted;
+}
+
+// Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
+// to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
+int Endpoint::post_pending_sends() noexcept {
+  int done = 0;
+  while (Descriptor* first = send_queue_.front()) {
+    if (check_channel(first->channel) != Status::kOk) {  // closed or failed after it was queued
+      if (!first->is_inline()) (void)buffers_.send_done(first->buffer);
+      ++stats_.send_errors;
+      send_queue_.pop();
+      ++done;
+      continue;
+    }
+    Channel& ch = *channels_[first->channel];
+    const std::uint32_t lane_id = ch.lane;
+    Lane& lane = *lanes_[lane_id];
+    std::uint32_t n = 0;
+    while (n < kBatch && n < send_queue_.size() && lane.inflight.size() < lane.depth) {
+      Descriptor& d = send_queue_.at(n);
+      if (d.channel >= channels_.size() || channels_[d.channel]->lane != lane_id ||
+          channels_[d.channel]->state != Channel::State::kOpen)
+        break;
+      Channel& dch = *channels_[d.channel];
+      ibv_send_wr& w = v_->swr[n];
+      ibv_sge& s = v_->ssge[n];
+      w = {};
+      if (d.is_inline()) {
+        s = {reinterpret_cast<std::uint64_t>(d.data), d.length, 0};
+        w.send_flags = IBV_SEND_INLINE;
+      } else {
+        s = {reinterpret_cast<std::uint64_t>(buffer(d.buffer).data()), d.length, v_->mr->lkey()};
+      }
+      w.sg_list = &s;
+      w.num_sge = 1;
+      w.opcode = IBV_WR_SEND;
+      if (dch.ah) {
+        w.wr.ud.ah = dch.ah->native();
+        w.wr.ud.remote_qpn = dch.remote_qpn;
+        w.wr.ud.remote_qkey = dch.remote_qkey;
+      }
+      (void)lane.inflight.push(d.is_inline() ? kNoBuffer : d.buffer);
+      ++lane.unsignaled;
+      // Selective signaling: every `interval`-th send, and the last send of a batch when it holds
+      // a buffer (so buffers return even when traffic stops) or the send queue is nearly full.
+      bool last = n + 1 == kBatch || n + 1 == send_queue_.size();
+      bool signal = lane.unsignaled == lane.interval ||
+                    (last && (!d.is_inline() || lane.inflight.size() + lane.interval >= lane.depth));
+      if (signal) {
+        w.send_flags |= IBV_SEND_SIGNALED;
+        w.wr_id = send_wr_id(lane_id, lane.unsignaled);
+        lane.unsignaled = 0;
+      } else {
+        w.wr_id = send_wr_id(lane_id, 0);
+      }
+      if (n > 0) v_->swr[n - 1].next = &w;
+      if (d.is_inline()) ++stats_.inline_sent;
+      ++n;
+    }
+    if (n == 0) break;  // this QP's send queue is full: wait for completions
+    ++stats_.doorbells;
+    if (lane.qp->post_send(v_->swr[0]) != Status::kOk) {
+      // Nothing of the list is known to be posted: give the buffers back and fail the channel.
+      fail_lane(lane);
+      return -1;
+    }
+    stats_.sent += n;
+    send_queue_.pop(n);
+    done += static_cast<int>(n);
+  }
+  return done;
+}
+
+// Retires the `count` oldest in-flight sends of `lane`: their buffers become spare again.
+void Endpoint::retire(Lane& lane, std::uint32_t count, bool ok) noexcept {
+  for (std::uint32_t i = 0; i < count; ++i) {
+    BufferId b;
+    if (!lane.inflight.pop_into(b)) break;
+    if (b != kNoBuffer) (void)buffers_.send_done(b);
+    if (!ok) ++stats_.send_errors;
+  }
+}
+
+// A send failed: every in-flight send of the lane completes with an error and its channel (RC)
+// fails; later sends on it are refused with kClosed.
+void Endpoint::fail_lane(Lane& lane) noexcept {
+  lane.failed = true;
+  retire(lane, lane.inflight.size(), false);
+  lane.unsignaled = 0;
+  if (lane.channel != kNoChannel && channels_[lane.channel]->state == Channel::State::kOpen)
+    channels_[lane.channel]->state = Channel::State::kFailed;
+}
+
+int Endpoint::reap_completions() noexcept {
+  std::size_t n = 0;
+  if (v_->cq->poll(v_->wc, n) != Status::kOk) return -1;
+  const bool ud = config_.transport == Transport::kUd;
+  for (std::size_t i = 0; i < n; ++i) {
+    const verbs::WorkCompletion& wc = v_->wc[i];
+    const bool ok = wc.status == IBV_WC_SUCCESS;
+    if (wc.wr_id & kSendBit) {
+      Lane& lane = *lanes_[(wc.wr_id & ~kSendBit) >> 32];
+      if (lane.failed) continue;  // flushes after the failure was handled
+      if (!ok) {
+        fail_lane(lane);
+        continue;
+      }
+      retire(lane, static_cast<std::uint32_t>(wc.wr_id), true);
+      continue;
+    }
+    // An arrival in buffer b: free queue -> endpoint; it goes to the application or back.
+    const BufferId b = static_cast<BufferId>(wc.wr_id);
+    (void)buffers_.arrived(b);
+    ChannelId ch = kNoChannel;
+    std::uint32_t len = 0;
+    if (ok) {
+      if (ud) {
+        const auto* grh = reinterpret_cast<const std::uint8_t*>(
+            segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes + std::size_t{b} * kGrhSlot);
+        auto it = v_->by_peer.find(UdPeer{wc.src_qp, verbs::grh_source_gid(grh)});
+        if (it != v_->by_peer.end()) ch = it->second;
+        len = wc.byte_len >= verbs::kGrhBytes ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes) : 0;
+      } else {
+        auto it = v_->by_qpn.find(wc.qp_num);
+        if (it != v_->by_qpn.end()) ch = it->second;
+        len = wc.byte_len;
+      }
+      if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
+      if (ch == kNoChannel) ++stats_.unknown_tag_drops;
+    }
+    Descriptor* d = ch != kNoChannel ? recv_queue_.reserve() : nullptr;
+    if (ch != kNoChannel && !d) ++stats_.recv_overflow_drops;
+    if (!d) {  // dropped (unknown tag, full receive queue) or failed: straight back to the free queue
+      (void)release(b);
+      continue;
+    }
+    d->channel = ch;
+    d->length = len;
+    if (len <= inline_threshold_) {  // small: copy into the descriptor, recycle the buffer now
+      std::memcpy(d->data, buffer(b).data(), len);
+      d->flags = Descriptor::kInline;
+      d->buffer = kNoBuffer;
+      (void)release(b);
+      ++stats_.inline_received;
+    } else {
+      d->flags = 0;
+      d->buffer = b;
+    }
+    recv_queue_.commit();
+    ++stats_.received;
+  }
+  return static_cast<int>(n);
+}
+
+// Posts the free queue's buffers as receives, one post list per batch.
+int Endpoint::repost_free_buffers() noexcept {
+  const bool ud = config_.transport == Transport::kUd;
+  int done = 0;
+  while (!free_queue_.empty()) {
+    std::uint32_t n = std::min<std::uint32_t>(free_queue_.size(), kBatch);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      BufferId b = free_queue_.at(i);
+      ibv_recv_wr& w = v_->rwr[i];
+      ibv_sge* s = v_->rsge[i];
+      w = {};
+      w.wr_id = b;
+      std::byte* data = segment_.get() + std::size_t{b} * config_.buffer_bytes;
+      if (ud) {
+        std::byte* grh = segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes +
+                         std::size_t{b} * kGrhSlot;
+        s[0] = {reinterpret_cast<std::uint64_t>(grh), static_cast<std::uint32_t>(verbs::kGrhBytes), v_->mr->lkey()};
+        s[1] = {reinterpret_cast<std::uint64_t>(data), config_.buffer_bytes, v_->mr->lkey()};
+        w.num_sge = 2;
+      } else {
+        s[0] = {reinterpret_cast<std::uint64_t>(data), config_.buffer_bytes, v_->mr->lkey()};
+        w.num_sge = 1;
+      }
+      w.sg_list = s;
+      if (i > 0) v_->rwr[i - 1].next = &w;
+    }
+    Status st = ud ? v_->ud_qp->post_recv(v_->rwr[0]) : v_->srq->post_recv(v_->rwr[0]);
+    if (st != Status::kOk) return -1;
+    ++stats_.reposts;
+    free_queue_.pop(n);
+    done += static_cast<int>(n);
+  }
+  return done;
+}
+
+}  // namespace unet::core

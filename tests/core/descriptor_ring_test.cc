@@ -1,0 +1,114 @@
+// Unit: the descriptor ring, the buffer ownership table and the descriptor's size.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "unet/core/buffer_table.h"
+#include "unet/core/descriptor.h"
+#include "unet/core/descriptor_ring.h"
+
+namespace unet::core {
+namespace {
+
+TEST(Descriptor, IsOneCacheLine) {
+  EXPECT_EQ(sizeof(Descriptor), 64u);
+  EXPECT_EQ(alignof(Descriptor), 64u);
+  EXPECT_GE(Descriptor::kInlineBytes, 32u);
+}
+
+TEST(DescriptorRing, CapacityRoundsUpToAPowerOfTwo) {
+  EXPECT_EQ(DescriptorRing<int>(1).capacity(), 1u);
+  EXPECT_EQ(DescriptorRing<int>(5).capacity(), 8u);
+  EXPECT_EQ(DescriptorRing<int>(64).capacity(), 64u);
+  EXPECT_THROW(DescriptorRing<int>(0), std::invalid_argument);
+}
+
+TEST(DescriptorRing, FifoWithFullAndEmptyRefusals) {
+  DescriptorRing<int> r(4);
+  int v = -1;
+  EXPECT_FALSE(r.pop_into(v));
+  EXPECT_EQ(v, -1) << "a failed pop changed its output";
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(r.push(i));
+  EXPECT_TRUE(r.full());
+  EXPECT_FALSE(r.push(99));
+  EXPECT_EQ(r.reserve(), nullptr);
+  for (int round = 0; round < 1000; ++round) {  // wrap around many times
+    ASSERT_TRUE(r.pop_into(v));
+    ASSERT_EQ(v, round);
+    ASSERT_TRUE(r.push(round + 4));
+  }
+  EXPECT_EQ(r.size(), 4u);
+  EXPECT_EQ(r.at(0), 1000);
+  EXPECT_EQ(r.at(3), 1003);
+  r.pop(4);
+  EXPECT_TRUE(r.empty());
+}
+
+TEST(DescriptorRing, ComposeInPlace) {
+  DescriptorRing<Descriptor> r(2);
+  Descriptor* d = r.reserve();
+  ASSERT_NE(d, nullptr);
+  d->channel = 7;
+  d->length = 3;
+  EXPECT_TRUE(r.empty()) << "visible before commit";
+  r.commit();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r.front()->channel, 7u);
+}
+
+TEST(DescriptorRing, OneProducerOneConsumerThread) {
+  DescriptorRing<std::uint64_t> r(64);
+  constexpr std::uint64_t kN = 1'000'000;
+  std::thread producer([&] {
+    for (std::uint64_t i = 0; i < kN;)
+      if (r.push(i)) ++i;
+  });
+  std::uint64_t expected = 0, v;
+  while (expected < kN)
+    if (r.pop_into(v)) {
+      ASSERT_EQ(v, expected);
+      ++expected;
+    }
+  producer.join();
+  EXPECT_TRUE(r.empty());
+}
+
+TEST(BufferTable, OwnershipMovesOnlyAlongItsEdges) {
+  BufferTable t(4);
+  EXPECT_EQ(t.spare(), 4u);
+  BufferId b;
+  ASSERT_EQ(t.take_spare(b), Status::kOk);
+  EXPECT_EQ(t.owner(b), BufferOwner::kApplication);
+  EXPECT_EQ(t.arrived(b), Status::kInvalidState);    // not on the free queue
+  EXPECT_EQ(t.send_done(b), Status::kInvalidState);  // not in flight
+  ASSERT_EQ(t.queue_send(b), Status::kOk);
+  EXPECT_EQ(t.queue_send(b), Status::kInvalidState) << "sent twice";
+  EXPECT_EQ(t.release(b), Status::kInvalidState) << "released while in flight";
+  ASSERT_EQ(t.send_done(b), Status::kOk);
+  EXPECT_EQ(t.owner(b), BufferOwner::kSpare);
+  EXPECT_EQ(t.spare(), 4u);
+
+  BufferId f;
+  ASSERT_EQ(t.take_for_free_queue(f), Status::kOk);
+  EXPECT_EQ(t.owner(f), BufferOwner::kFreeQueue);
+  EXPECT_EQ(t.queue_send(f), Status::kInvalidState) << "a posted receive buffer cannot be sent";
+  EXPECT_EQ(t.release(f), Status::kInvalidState) << "not the application's";
+  ASSERT_EQ(t.arrived(f), Status::kOk);
+  ASSERT_EQ(t.release(f), Status::kOk);
+  EXPECT_EQ(t.release(f), Status::kInvalidState) << "double release";
+  EXPECT_EQ(t.release(17), Status::kInvalidArgument);
+  EXPECT_EQ(t.spare(), 3u);
+}
+
+TEST(BufferTable, RunsOutOfSpares) {
+  BufferTable t(2);
+  BufferId a, b, c = 99;
+  ASSERT_EQ(t.take_spare(a), Status::kOk);
+  ASSERT_EQ(t.take_for_free_queue(b), Status::kOk);
+  EXPECT_EQ(t.take_spare(c), Status::kNoResource);
+  EXPECT_EQ(c, 99u);
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace unet::core
