@@ -44,7 +44,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
 
   // One CQ for every send and arrival of the endpoint.
   std::uint32_t cqe = config_.free_queue_depth + config_.send_queue_depth * config_.max_channels;
-  v_->cq = std::make_shared<verbs::CompletionQueue>(v_->ctx, cqe);
+  v_->channel = std::make_shared<verbs::CompletionChannel>(v_->ctx);
+  v_->cq = std::make_shared<verbs::CompletionQueue>(v_->ctx, cqe, v_->channel);
 
   const bool ud = config_.transport == Transport::kUd;
   ibv_qp_type qpt = ud ? IBV_QPT_UD : IBV_QPT_RC;

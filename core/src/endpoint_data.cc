@@ -195,7 +195,8 @@ int Endpoint::reap_completions() noexcept {
       if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
       if (ch == kNoChannel) ++stats_.unknown_tag_drops;
     }
-    Descriptor* d = ch != kNoChannel ? recv_queue_.reserve() : nullptr;
+    Descriptor up;  // the upcall's descriptor lives here, not in the receive queue
+    Descriptor* d = ch == kNoChannel ? nullptr : upcall_ ? &up : recv_queue_.reserve();
     if (ch != kNoChannel && !d) ++stats_.recv_overflow_drops;
     if (!d) {  // dropped (unknown tag, full receive queue) or failed: straight back to the free queue
       (void)release(b);
@@ -213,8 +214,13 @@ int Endpoint::reap_completions() noexcept {
       d->flags = 0;
       d->buffer = b;
     }
-    recv_queue_.commit();
-    ++stats_.received;
+    if (upcall_) {
+      ++stats_.upcalls;
+      upcall_(*d);
+    } else {
+      recv_queue_.commit();
+      ++stats_.received;
+    }
   }
   return static_cast<int>(n);
 }

@@ -7,6 +7,7 @@
 
 #include "unet/core/endpoint.h"
 #include "unet/verbs/address_handle.h"
+#include "unet/verbs/completion_channel.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/device.h"
 #include "unet/verbs/gid.h"
@@ -46,6 +47,7 @@ struct UdPeerHash {
 struct Endpoint::Verbs {
   std::shared_ptr<verbs::Context> ctx;
   std::shared_ptr<verbs::ProtectionDomain> pd;
+  std::shared_ptr<verbs::CompletionChannel> channel;  // notify_fd()
   std::shared_ptr<verbs::CompletionQueue> cq;
   std::shared_ptr<verbs::SharedReceiveQueue> srq;  // RC: the free queue
   std::unique_ptr<verbs::QueuePair> ud_qp;         // UD: the endpoint's one QP

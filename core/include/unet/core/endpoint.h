@@ -12,13 +12,20 @@
 // endpoint; a channel is a peer's (GID, QPN, Q_Key); the tag is the sender's QPN and GID.
 // Arrivals whose tag matches no open channel are dropped and counted, never delivered.
 //
-// Threading: an endpoint is used from one thread (its queues are SPSC rings, so a second thread
-// may only be the other side of a ring). Set-up throws verbs::Error; the data path returns Status
-// and never allocates, locks or throws.
+// Notification, three ways: poll() (returns how much work it did); wait(timeout), a blocking wait
+// on the CQ's completion channel; and notify_fd() for epoll/select, re-armed with arm(). An upcall
+// (set_upcall) makes poll() hand each arrival to a handler instead of the receive queue.
+//
+// Threading: an endpoint is used from one thread — poll, wait, the upcall and the send calls all
+// run on it (its queues are SPSC rings, so a second thread may only be the other side of a ring).
+// The upcall runs inside poll() on that thread and may call send/release, but not poll or wait.
+// Set-up throws verbs::Error; the data path returns Status and never allocates, locks or throws.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -72,6 +79,8 @@ struct EndpointStats {
   std::uint64_t send_errors = 0;        // sends completed with an error
   std::uint64_t doorbells = 0;          // post_send calls (each may carry many descriptors)
   std::uint64_t reposts = 0;            // post_recv calls for the free queue
+  std::uint64_t upcalls = 0;            // arrivals handed to the upcall
+  std::uint64_t wakeups = 0;            // completion-channel events consumed
 };
 
 // One side's half of a channel set-up, exchanged out of band (text, one line).
@@ -122,6 +131,21 @@ class Endpoint {
   // Hands a buffer back to the free queue. Refused (kInvalidState) unless the application owns it.
   Status release(BufferId b) noexcept;
 
+  // --- notification ---
+  // A file descriptor that turns readable when a completion may be waiting; add it to epoll. Once
+  // it fires: poll() and take the arrivals, then arm() before waiting on it again.
+  int notify_fd() const noexcept;
+  // Consumes the fd's pending events and arms the CQ so the next completion makes it readable.
+  // Call poll() once after arming: a completion may have come in between.
+  Status arm() noexcept;
+  // Blocks until an arrival is on the receive queue or was handed to the upcall, or `timeout`
+  // passes (kTimeout). Does the progress work itself.
+  Status wait(std::chrono::milliseconds timeout) noexcept;
+  // The handler poll() runs for each arrival instead of queueing it (nullptr: queue again). A
+  // non-inline arrival's buffer is the application's, to release() — from the handler or later.
+  using Upcall = std::function<void(const Descriptor&)>;
+  void set_upcall(Upcall handler);
+
  private:
   struct Channel;
   struct Lane;
@@ -133,6 +157,7 @@ class Endpoint {
   int reap_completions() noexcept;
   int repost_free_buffers() noexcept;
   void retire(Lane& lane, std::uint32_t count, bool ok) noexcept;
+  Status drain_events() noexcept;
   void fail_lane(Lane& lane) noexcept;
 
   EndpointConfig config_;
@@ -151,6 +176,7 @@ class Endpoint {
   DescriptorRing<BufferId> free_queue_;    // released buffers waiting to be reposted
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<std::unique_ptr<Lane>> lanes_;  // one per QP: in-flight sends, signaling state
+  Upcall upcall_;
 };
 
 }  // namespace unet::core

@@ -1,0 +1,51 @@
+// Endpoint notification: the completion channel's fd, arming, the blocking wait and the upcall.
+#include <poll.h>
+
+#include <cerrno>
+
+#include "endpoint_impl.h"
+
+namespace unet::core {
+
+int Endpoint::notify_fd() const noexcept { return v_->channel->fd(); }
+
+// Consumes (and acknowledges) the events that made the fd readable.
+Status Endpoint::drain_events() noexcept {
+  verbs::CompletionQueue* cq = nullptr;
+  for (;;) {
+    Status s = v_->channel->get_event(cq);
+    if (s == Status::kNoResource) return Status::kOk;
+    if (s != Status::kOk) return s;
+    ++stats_.wakeups;
+  }
+}
+
+Status Endpoint::arm() noexcept {
+  if (Status s = drain_events(); s != Status::kOk) return s;
+  return v_->cq->request_notify();
+}
+
+Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::uint64_t upcalls = stats_.upcalls;
+  auto arrived = [&] { return !recv_queue_.empty() || stats_.upcalls != upcalls; };
+  for (;;) {
+    if (poll() < 0) return Status::kDeviceError;
+    if (arrived()) return Status::kOk;
+    if (Status s = arm(); s != Status::kOk) return s;
+    if (poll() < 0) return Status::kDeviceError;  // what raced the arming
+    if (arrived()) return Status::kOk;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Status::kTimeout;
+    pollfd p{notify_fd(), POLLIN, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno != EINTR) return Status::kDeviceError;
+    if (ready > 0) {
+      if (Status s = drain_events(); s != Status::kOk) return s;
+    }
+  }
+}
+
+void Endpoint::set_upcall(Upcall handler) { upcall_ = std::move(handler); }
+
+}  // namespace unet::core
