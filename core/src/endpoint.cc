@@ -20,8 +20,8 @@ EndpointConfig checked(EndpointConfig c) {
   if (c.free_queue_depth == 0 || c.free_queue_depth >= c.buffers)
     verbs::throw_error("Endpoint", "config", EINVAL,
                        "free_queue_depth must be at least 1 and leave buffers to send from");
-  if (c.mode == Mode::kDirectAccess)
-    verbs::throw_error("Endpoint", "config", ENOTSUP, "direct-access mode is not built yet");
+  if (c.mode == Mode::kDirectAccess && (c.max_operations == 0 || c.max_grants == 0 || c.max_pinned_bytes == 0))
+    verbs::throw_error("Endpoint", "config", EINVAL, "direct-access needs operations, grants and pinned bytes");
   return c;
 }
 
@@ -32,7 +32,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
       buffers_(config_.buffers),
       send_queue_(config_.send_queue_depth),
       recv_queue_(config_.recv_queue_depth),
-      free_queue_(config_.buffers) {
+      free_queue_(config_.buffers),
+      completions_(config_.max_operations + config_.send_queue_depth) {
   v_ = std::make_unique<Verbs>();
   v_->ctx = verbs::Context::open(config_.device);
   v_->pd = std::make_shared<verbs::ProtectionDomain>(v_->ctx);
@@ -77,6 +78,15 @@ Endpoint::Endpoint(const EndpointConfig& config)
     add_lane(*v_->ud_qp, kNoChannel);
   } else {
     v_->srq = std::make_shared<verbs::SharedReceiveQueue>(v_->pd, config_.free_queue_depth);
+  }
+
+  if (config_.mode == Mode::kDirectAccess) {
+    v_->registrar.pd = v_->pd;
+    v_->cache = std::make_unique<Cache>(v_->registrar, config_.max_pinned_bytes);
+    v_->ops.resize(config_.max_operations);
+    v_->free_ops = std::make_unique<DescriptorRing<std::uint32_t>>(config_.max_operations);
+    for (std::uint32_t i = 0; i < config_.max_operations; ++i) (void)v_->free_ops->push(i);
+    v_->grants.resize(config_.max_grants);
   }
 
   // Fill the free queue; the first poll() (or this) posts it.

@@ -67,15 +67,50 @@ int Endpoint::poll() noexcept {
   return reaped + posted + reposted;
 }
 
+// Builds the WR for send-queue descriptor `d` into slot n of the post list.
+void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept {
+  ibv_send_wr& w = v_->swr[n];
+  ibv_sge& s = v_->ssge[n];
+  w = {};
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.opcode = IBV_WR_SEND;
+  if (d.flags & Descriptor::kOp) {
+    const Op& op = v_->ops[d.buffer];
+    s = {op.local, op.length, op.lkey};
+    if (op.kind != OpKind::kSend) {
+      w.opcode = op.kind == OpKind::kWrite ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+      w.wr.rdma.remote_addr = op.remote;
+      w.wr.rdma.rkey = op.rkey;
+    }
+  } else if (d.is_inline()) {
+    s = {reinterpret_cast<std::uint64_t>(d.data), d.length, 0};
+    w.send_flags = IBV_SEND_INLINE;
+  } else {
+    s = {reinterpret_cast<std::uint64_t>(buffer(d.buffer).data()), d.length, v_->mr->lkey()};
+  }
+  if (ch.ah && w.opcode == IBV_WR_SEND) {
+    w.wr.ud.ah = ch.ah->native();
+    w.wr.ud.remote_qpn = ch.remote_qpn;
+    w.wr.ud.remote_qkey = ch.remote_qkey;
+  }
+}
+
+// What an in-flight entry holds for descriptor `d`.
+static std::uint32_t inflight_what(const Descriptor& d) noexcept {
+  if (d.flags & Descriptor::kOp) return kOpBit | d.buffer;
+  return d.is_inline() ? kNoBuffer : d.buffer;
+}
+
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
 int Endpoint::post_pending_sends() noexcept {
   int done = 0;
   while (Descriptor* first = send_queue_.front()) {
-    if (check_channel(first->channel) != Status::kOk) {  // closed or failed after it was queued
-      if (!first->is_inline()) (void)buffers_.send_done(first->buffer);
-      ++stats_.send_errors;
+    if (Status st = check_channel(first->channel); st != Status::kOk) {  // closed or failed meanwhile
+      const std::uint32_t what = inflight_what(*first);
       send_queue_.pop();
+      settle(what, first->channel, Status::kClosed);
       ++done;
       continue;
     }
@@ -88,71 +123,88 @@ int Endpoint::post_pending_sends() noexcept {
       if (d.channel >= channels_.size() || channels_[d.channel]->lane != lane_id ||
           channels_[d.channel]->state != Channel::State::kOpen)
         break;
-      Channel& dch = *channels_[d.channel];
+      build_wr(d, *channels_[d.channel], n);
       ibv_send_wr& w = v_->swr[n];
-      ibv_sge& s = v_->ssge[n];
-      w = {};
-      if (d.is_inline()) {
-        s = {reinterpret_cast<std::uint64_t>(d.data), d.length, 0};
-        w.send_flags = IBV_SEND_INLINE;
-      } else {
-        s = {reinterpret_cast<std::uint64_t>(buffer(d.buffer).data()), d.length, v_->mr->lkey()};
-      }
-      w.sg_list = &s;
-      w.num_sge = 1;
-      w.opcode = IBV_WR_SEND;
-      if (dch.ah) {
-        w.wr.ud.ah = dch.ah->native();
-        w.wr.ud.remote_qpn = dch.remote_qpn;
-        w.wr.ud.remote_qkey = dch.remote_qkey;
-      }
-      (void)lane.inflight.push(d.is_inline() ? kNoBuffer : d.buffer);
+      const std::uint32_t seq = lane.next_seq++;
+      (void)lane.inflight.push({seq, inflight_what(d)});
       ++lane.unsignaled;
-      // Selective signaling: every `interval`-th send, and the last send of a batch when it holds
-      // a buffer (so buffers return even when traffic stops) or the send queue is nearly full.
+      // Selective signaling: every `interval`-th send; every direct-access op (its caller waits
+      // for it); and the last of a batch when it holds a buffer (so buffers come back when traffic
+      // stops) or when the send queue is nearly full.
       bool last = n + 1 == kBatch || n + 1 == send_queue_.size();
-      bool signal = lane.unsignaled == lane.interval ||
+      bool signal = lane.unsignaled == lane.interval || (d.flags & Descriptor::kOp) ||
                     (last && (!d.is_inline() || lane.inflight.size() + lane.interval >= lane.depth));
       if (signal) {
         w.send_flags |= IBV_SEND_SIGNALED;
-        w.wr_id = send_wr_id(lane_id, lane.unsignaled);
         lane.unsignaled = 0;
-      } else {
-        w.wr_id = send_wr_id(lane_id, 0);
       }
+      w.wr_id = send_wr_id(lane_id, seq);
       if (n > 0) v_->swr[n - 1].next = &w;
       if (d.is_inline()) ++stats_.inline_sent;
       ++n;
     }
     if (n == 0) break;  // this QP's send queue is full: wait for completions
     ++stats_.doorbells;
+    send_queue_.pop(n);
     if (lane.qp->post_send(v_->swr[0]) != Status::kOk) {
-      // Nothing of the list is known to be posted: give the buffers back and fail the channel.
-      fail_lane(lane);
+      // The provider refused the list (part of it may be posted): stop the QP so everything
+      // flushes, and report every in-flight send of the lane as failed.
+      try {
+        lane.qp->to_error();
+      } catch (...) {
+      }
+      fail_lane(lane, lane.next_seq - n, Status::kInvalidArgument);
       return -1;
     }
     stats_.sent += n;
-    send_queue_.pop(n);
     done += static_cast<int>(n);
   }
   return done;
 }
 
-// Retires the `count` oldest in-flight sends of `lane`: their buffers become spare again.
-void Endpoint::retire(Lane& lane, std::uint32_t count, bool ok) noexcept {
-  for (std::uint32_t i = 0; i < count; ++i) {
-    BufferId b;
-    if (!lane.inflight.pop_into(b)) break;
-    if (b != kNoBuffer) (void)buffers_.send_done(b);
-    if (!ok) ++stats_.send_errors;
+// Queues a completion for the application; counted if the completion queue is full.
+void Endpoint::complete(const OpCompletion& c) noexcept {
+  if (!completions_.push(c)) ++stats_.completion_drops;
+}
+
+// Gives back what a finished (or failed, or never posted) send held, and reports it: operations
+// always, plain sends only when they failed.
+void Endpoint::settle(std::uint32_t what, ChannelId ch, Status status) noexcept {
+  if (status != Status::kOk) ++stats_.send_errors;
+  if (what & kOpBit && what != kNoBuffer) {
+    std::uint32_t slot = what & ~kOpBit;
+    Op& op = v_->ops[slot];
+    complete({op.tag, op.channel, op.kind, status});
+    op.lease.release();
+    (void)v_->free_ops->push(slot);
+    ++stats_.ops_completed;
+    return;
+  }
+  if (what != kNoBuffer) (void)buffers_.send_done(what);
+  if (status != Status::kOk) complete({0, ch, OpKind::kSend, status});
+}
+
+// Retires the oldest in-flight send of `lane` with `status`.
+void Endpoint::retire_one(Lane& lane, Status status) noexcept {
+  InFlight f;
+  if (lane.inflight.pop_into(f)) settle(f.what, lane.channel, status);
+}
+
+// Retires every in-flight send of `lane` up to and including sequence number `seq`.
+void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept {
+  while (InFlight* f = lane.inflight.front()) {
+    if (!seq_le(f->seq, seq)) break;
+    retire_one(lane, status);
   }
 }
 
-// A send failed: every in-flight send of the lane completes with an error and its channel (RC)
-// fails; later sends on it are refused with kClosed.
-void Endpoint::fail_lane(Lane& lane) noexcept {
+// Send `seq` of `lane` failed with `status`: the sends before it completed, the ones after it are
+// flushed; its channel (RC) fails, so later sends on it are refused with kClosed.
+void Endpoint::fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept {
   lane.failed = true;
-  retire(lane, lane.inflight.size(), false);
+  retire_through(lane, seq - 1, Status::kOk);
+  if (lane.inflight.front() && lane.inflight.front()->seq == seq) retire_one(lane, status);
+  while (!lane.inflight.empty()) retire_one(lane, Status::kFlushed);
   lane.unsignaled = 0;
   if (lane.channel != kNoChannel && channels_[lane.channel]->state == Channel::State::kOpen)
     channels_[lane.channel]->state = Channel::State::kFailed;
@@ -167,12 +219,12 @@ int Endpoint::reap_completions() noexcept {
     const bool ok = wc.status == IBV_WC_SUCCESS;
     if (wc.wr_id & kSendBit) {
       Lane& lane = *lanes_[(wc.wr_id & ~kSendBit) >> 32];
+      const auto seq = static_cast<std::uint32_t>(wc.wr_id);
       if (lane.failed) continue;  // flushes after the failure was handled
-      if (!ok) {
-        fail_lane(lane);
-        continue;
-      }
-      retire(lane, static_cast<std::uint32_t>(wc.wr_id), true);
+      if (ok)
+        retire_through(lane, seq, Status::kOk);
+      else
+        fail_lane(lane, seq, verbs::to_status(wc.status));
       continue;
     }
     // An arrival in buffer b: free queue -> endpoint; it goes to the application or back.

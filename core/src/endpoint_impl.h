@@ -22,13 +22,50 @@ inline constexpr std::uint32_t kGrhSlot = 64;
 // Work done per poll() step at most: completions reaped, WRs in one post list.
 inline constexpr std::uint32_t kBatch = 32;
 
-// wr_id of a send: bit 63 set, the lane in bits 32..62, and in bits 0..31 how many in-flight
-// sends of that lane its completion retires (0 for unsignaled sends; they only complete on error).
+// wr_id of a send: bit 63 set, the lane in bits 32..62, the send's sequence number on its lane in
+// bits 0..31. A QP completes its sends in order, so a signaled completion retires every in-flight
+// send up to its sequence number, and an error completion names exactly the one that failed.
 // wr_id of a receive: the buffer id (bit 63 clear).
 inline constexpr std::uint64_t kSendBit = 1ull << 63;
-constexpr std::uint64_t send_wr_id(std::uint32_t lane, std::uint32_t retire) noexcept {
-  return kSendBit | std::uint64_t{lane} << 32 | retire;
+constexpr std::uint64_t send_wr_id(std::uint32_t lane, std::uint32_t seq) noexcept {
+  return kSendBit | std::uint64_t{lane} << 32 | seq;
 }
+// Sequence numbers wrap: a is at or before b.
+constexpr bool seq_le(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) <= 0; }
+
+// An in-flight send: its sequence number and what it holds — a buffer, kNoBuffer (inline), or
+// kOpBit | an op slot (direct-access operation).
+inline constexpr std::uint32_t kOpBit = 1u << 31;
+struct Endpoint::InFlight {
+  std::uint32_t seq = 0;
+  std::uint32_t what = kNoBuffer;
+};
+
+// Registrations for the cache: one verbs MR per cached range, local access only.
+struct MrRegistrar {
+  std::shared_ptr<verbs::ProtectionDomain> pd;
+  using Handle = verbs::MemoryRegion*;
+  Handle register_region(void* addr, std::size_t len) {
+    return new verbs::MemoryRegion(pd, addr, len, IBV_ACCESS_LOCAL_WRITE);
+  }
+  void deregister(Handle h) noexcept { delete h; }
+  std::uint32_t lkey(const Handle& h) const { return h->lkey(); }
+  std::uint32_t rkey(const Handle& h) const { return h->rkey(); }
+};
+using Cache = RegistrationCache<MrRegistrar>;
+
+// A direct-access operation between push and completion: it holds its lease on the local memory.
+struct Op {
+  std::uint64_t tag = 0;
+  ChannelId channel = kNoChannel;
+  OpKind kind = OpKind::kSend;
+  std::uint64_t local = 0;
+  std::uint32_t length = 0;
+  std::uint32_t lkey = 0;
+  std::uint64_t remote = 0;
+  std::uint32_t rkey = 0;
+  Cache::Lease lease;
+};
 
 // A UD channel's key: the peer's QPN and GID.
 struct UdPeer {
@@ -52,6 +89,12 @@ struct Endpoint::Verbs {
   std::shared_ptr<verbs::SharedReceiveQueue> srq;  // RC: the free queue
   std::unique_ptr<verbs::QueuePair> ud_qp;         // UD: the endpoint's one QP
   std::unique_ptr<verbs::MemoryRegion> mr;         // the communication segment
+  // Direct-access mode (the registrar outlives the cache, the cache outlives the ops' leases).
+  MrRegistrar registrar;
+  std::unique_ptr<Cache> cache;
+  std::vector<Op> ops;
+  std::unique_ptr<DescriptorRing<std::uint32_t>> free_ops;
+  std::vector<std::unique_ptr<verbs::MemoryRegion>> grants;  // by RemoteToken::id
   verbs::GidEntry gid;
   verbs::PathParams path;
   std::unordered_map<std::uint32_t, ChannelId> by_qpn;       // RC tag -> channel
@@ -78,13 +121,14 @@ struct Endpoint::Channel {
 // One send queue of the device: its in-flight sends in order, and its signaling state.
 struct Endpoint::Lane {
   Lane(verbs::QueuePair& q, ChannelId c, std::uint32_t d) : qp(&q), channel(c), depth(d), inflight(d) {}
+  std::uint32_t next_seq = 0;
   verbs::QueuePair* qp;
   ChannelId channel;        // RC: the channel owning the QP; UD: kNoChannel
   std::uint32_t depth;      // the QP's send queue depth
   std::uint32_t interval = 1;
   std::uint32_t unsignaled = 0;  // posted since the last signaled send
   bool failed = false;
-  DescriptorRing<BufferId> inflight;  // buffer of each posted, unretired send (kNoBuffer: inline)
+  DescriptorRing<InFlight> inflight;  // posted, unretired sends, oldest first
 };
 
 }  // namespace unet::core

@@ -23,6 +23,7 @@ struct alignas(64) Descriptor {
 
   enum Flags : std::uint16_t {
     kInline = 1 << 0,  // the payload is in `data`, not in a buffer
+    kOp = 1 << 1,      // send queue only: a direct-access operation; `buffer` is its op slot
   };
 
   ChannelId channel = kNoChannel;  // the tag: which channel the message travels on

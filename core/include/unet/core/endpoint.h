@@ -36,6 +36,8 @@
 #include "unet/core/buffer_table.h"
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
+#include "unet/core/registration_cache.h"
+#include "unet/core/remote_token.h"
 #include "unet/verbs/status.h"
 
 namespace unet::verbs {
@@ -66,6 +68,20 @@ struct EndpointConfig {
   std::uint32_t inline_threshold = Descriptor::kInlineBytes;  // clamped to the device's inline
   std::uint32_t max_channels = 64;
   std::uint32_t signal_interval = 16;      // one signaled send in this many, per QP
+  // Direct-access mode:
+  std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
+  std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight
+  std::uint32_t max_grants = 64;             // remote tokens outstanding
+};
+
+// What happened to a one-sided operation or zero-copy send (direct-access), or to any send that
+// failed. Queued on the completion queue, read with Endpoint::completion().
+enum class OpKind : std::uint8_t { kSend, kWrite, kRead };
+struct OpCompletion {
+  std::uint64_t tag = 0;  // the caller's tag (sends from buffers and inline: 0)
+  ChannelId channel = kNoChannel;
+  OpKind kind = OpKind::kSend;
+  Status status = Status::kOk;
 };
 
 // Counters; the test of every mechanism reads one.
@@ -81,6 +97,8 @@ struct EndpointStats {
   std::uint64_t reposts = 0;            // post_recv calls for the free queue
   std::uint64_t upcalls = 0;            // arrivals handed to the upcall
   std::uint64_t wakeups = 0;            // completion-channel events consumed
+  std::uint64_t ops_completed = 0;      // one-sided ops and zero-copy sends completed (any status)
+  std::uint64_t completion_drops = 0;   // completions lost because the completion queue was full
 };
 
 // One side's half of a channel set-up, exchanged out of band (text, one line).
@@ -131,6 +149,27 @@ class Endpoint {
   // Hands a buffer back to the free queue. Refused (kInvalidState) unless the application owns it.
   Status release(BufferId b) noexcept;
 
+  // --- direct-access mode (kDirectAccess; write/read need RC) ---
+  // Grants peers access to exactly [addr, addr+len) with `access` (kRemoteRead | kRemoteWrite),
+  // through a dedicated registration. Slow path (registers memory).
+  Status grant(void* addr, std::size_t len, unsigned access, RemoteToken& out) noexcept;
+  // Revokes a token: a peer's later access fails with a remote access error, memory unchanged.
+  Status revoke(const RemoteToken& token) noexcept;
+  // RDMA WRITE of [local, local+len) — any memory, registered through the cache — to `offset` in
+  // the peer's window `token`. Completes on completion() with `tag`.
+  Status write(ChannelId ch, const void* local, std::size_t len, const RemoteToken& token,
+               std::uint64_t offset, std::uint64_t tag) noexcept;
+  // RDMA READ from `offset` in the peer's window into [local, local+len).
+  Status read(ChannelId ch, void* local, std::size_t len, const RemoteToken& token,
+              std::uint64_t offset, std::uint64_t tag) noexcept;
+  // Zero-copy send from any memory (no copy into the segment); the memory must stay untouched
+  // until its completion() arrives.
+  Status send_from(ChannelId ch, const void* local, std::uint32_t len, std::uint64_t tag) noexcept;
+  // Pops the oldest operation completion; kNoResource when none.
+  Status completion(OpCompletion& out) noexcept;
+  // The registration cache's counters (pinned bytes, hits, evictions...).
+  RegistrationCacheStats registration_stats() const noexcept;
+
   // --- notification ---
   // A file descriptor that turns readable when a completion may be waiting; add it to epoll. Once
   // it fires: poll() and take the arrivals, then arm() before waiting on it again.
@@ -156,9 +195,16 @@ class Endpoint {
   int post_pending_sends() noexcept;
   int reap_completions() noexcept;
   int repost_free_buffers() noexcept;
-  void retire(Lane& lane, std::uint32_t count, bool ok) noexcept;
+  struct InFlight;
+  void retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept;
+  void retire_one(Lane& lane, Status status) noexcept;
+  Status push_op(ChannelId ch, OpKind kind, const void* local, std::size_t len,
+                 const RemoteToken* token, std::uint64_t offset, std::uint64_t tag) noexcept;
+  void complete(const OpCompletion& c) noexcept;
+  void settle(std::uint32_t what, ChannelId ch, Status status) noexcept;
+  void build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept;
   Status drain_events() noexcept;
-  void fail_lane(Lane& lane) noexcept;
+  void fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept;
 
   EndpointConfig config_;
   EndpointStats stats_;
@@ -174,6 +220,7 @@ class Endpoint {
   DescriptorRing<Descriptor> send_queue_;
   DescriptorRing<Descriptor> recv_queue_;
   DescriptorRing<BufferId> free_queue_;    // released buffers waiting to be reposted
+  DescriptorRing<OpCompletion> completions_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<std::unique_ptr<Lane>> lanes_;  // one per QP: in-flight sends, signaling state
   Upcall upcall_;

@@ -1,0 +1,211 @@
+// Device: direct-access endpoints — RDMA WRITE/READ between application memory that nobody
+// registered by hand, a bounded registration cache, grants and revocation (memory checked byte for
+// byte), and failures reported per operation.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "device_env.h"
+#include "unet/core/endpoint.h"
+
+namespace unet::core {
+namespace {
+
+using namespace std::chrono_literals;
+
+EndpointConfig direct_config(std::size_t max_pinned = 64u << 20) {
+  EndpointConfig c;
+  c.device = test::device_name();
+  c.gid_index = test::gid_index();
+  c.mode = Mode::kDirectAccess;
+  c.buffers = 64;
+  c.free_queue_depth = 32;
+  c.send_queue_depth = 64;
+  c.recv_queue_depth = 64;
+  c.max_pinned_bytes = max_pinned;
+  return c;
+}
+
+void fill(std::vector<std::uint8_t>& v, std::uint8_t seed) {
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 13 + (i >> 12));
+}
+bool same(const std::uint8_t* p, const std::vector<std::uint8_t>& v) { return std::memcmp(p, v.data(), v.size()) == 0; }
+
+class Direct : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    UNET_REQUIRE_DEVICE();
+    a_ = std::make_unique<Endpoint>(direct_config(pinned_));
+    b_ = std::make_unique<Endpoint>(direct_config());
+    ChannelOffer oa = a_->offer_channel(), ob = b_->offer_channel();
+    ab_ = a_->accept_offer(oa, ob.local);
+    ba_ = b_->accept_offer(ob, oa.local);
+  }
+  // Polls both endpoints until a_ reports one completion; fails the test after 30 s.
+  OpCompletion wait_completion() {
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    OpCompletion c;
+    while (std::chrono::steady_clock::now() < deadline) {
+      (void)a_->poll();
+      (void)b_->poll();
+      if (a_->completion(c) == Status::kOk) return c;
+    }
+    ADD_FAILURE() << "no completion within 30 s";
+    c.status = Status::kTimeout;
+    return c;
+  }
+  std::size_t pinned_ = 64u << 20;
+  std::unique_ptr<Endpoint> a_, b_;
+  ChannelId ab_ = kNoChannel, ba_ = kNoChannel;
+};
+
+TEST_F(Direct, WriteAndReadUnregisteredMemoryUpTo16MiB) {
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, std::size_t{16} << 20}) {
+    std::vector<std::uint8_t> src(size), window(size, 0), back(size, 0);
+    fill(src, static_cast<std::uint8_t>(size));
+    RemoteToken token;
+    ASSERT_EQ(b_->grant(window.data(), size, kRemoteRead | kRemoteWrite, token), Status::kOk);
+    ASSERT_EQ(a_->write(ab_, src.data(), size, token, 0, 100 + size), Status::kOk);
+    OpCompletion c = wait_completion();
+    ASSERT_EQ(c.status, Status::kOk) << size;
+    EXPECT_EQ(c.tag, 100 + size);
+    EXPECT_EQ(c.kind, OpKind::kWrite);
+    EXPECT_EQ(c.channel, ab_);
+    ASSERT_TRUE(same(window.data(), src)) << "write of " << size << " bytes corrupted";
+    ASSERT_EQ(a_->read(ab_, back.data(), size, token, 0, 200 + size), Status::kOk);
+    c = wait_completion();
+    ASSERT_EQ(c.status, Status::kOk) << size;
+    EXPECT_EQ(c.kind, OpKind::kRead);
+    ASSERT_TRUE(same(back.data(), src)) << "read of " << size << " bytes corrupted";
+    ASSERT_EQ(b_->revoke(token), Status::kOk);
+  }
+  EXPECT_GE(a_->registration_stats().misses, 1u);
+  EXPECT_EQ(a_->stats().send_errors, 0u);
+}
+
+class DirectSmallCache : public Direct {
+ protected:
+  void SetUp() override {
+    pinned_ = 1u << 20;  // 1 MiB of pinned memory for a_'s cache
+    Direct::SetUp();
+  }
+};
+
+TEST_F(DirectSmallCache, CacheEvictsToStayUnderItsBound) {
+  constexpr std::size_t kRegion = 384 * 1024;
+  std::vector<std::vector<std::uint8_t>> regions(6, std::vector<std::uint8_t>(kRegion));
+  std::vector<std::uint8_t> window(kRegion);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), kRegion, kRemoteWrite, token), Status::kOk);
+  for (int round = 0; round < 2; ++round) {
+    for (std::size_t r = 0; r < regions.size(); ++r) {
+      fill(regions[r], static_cast<std::uint8_t>(r + round));
+      ASSERT_EQ(a_->write(ab_, regions[r].data(), kRegion, token, 0, r), Status::kOk);
+      ASSERT_EQ(wait_completion().status, Status::kOk);
+      ASSERT_TRUE(same(window.data(), regions[r]));
+      RegistrationCacheStats s = a_->registration_stats();
+      ASSERT_LE(s.pinned_bytes, std::size_t{1} << 20);
+    }
+  }
+  RegistrationCacheStats s = a_->registration_stats();
+  EXPECT_GT(s.evictions, 0u) << "six 384 KiB regions cannot all stay under a 1 MiB bound";
+  EXPECT_LE(s.peak_pinned_bytes, std::size_t{1} << 20);
+  // A single region over the bound is refused, and nothing was queued.
+  std::vector<std::uint8_t> huge(2u << 20);
+  EXPECT_EQ(a_->write(ab_, huge.data(), 1u << 20, token, 0, 9), Status::kInvalidArgument);  // beyond the window
+  RemoteToken big;
+  std::vector<std::uint8_t> big_window(2u << 20);
+  ASSERT_EQ(b_->grant(big_window.data(), big_window.size(), kRemoteWrite, big), Status::kOk);
+  EXPECT_EQ(a_->write(ab_, huge.data(), huge.size(), big, 0, 9), Status::kNoResource);
+  EXPECT_EQ(a_->poll(), 0);
+}
+
+TEST_F(Direct, RevokedTokenFailsWithRemoteAccessErrorAndMemoryIsUnchanged) {
+  std::vector<std::uint8_t> window(8192), src(8192);
+  fill(window, 0x33);
+  std::vector<std::uint8_t> before = window;
+  fill(src, 0x99);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteWrite, token), Status::kOk);
+  ASSERT_EQ(b_->revoke(token), Status::kOk);
+  EXPECT_EQ(b_->revoke(token), Status::kNotFound) << "revoked twice";
+  ASSERT_EQ(a_->write(ab_, src.data(), src.size(), token, 0, 1), Status::kOk);
+  OpCompletion c = wait_completion();
+  EXPECT_EQ(c.status, Status::kRemoteAccessError);
+  EXPECT_EQ(c.tag, 1u);
+  EXPECT_EQ(window, before) << "a revoked window was written";
+  // The failure broke the RC connection: the channel reports it and refuses further sends.
+  EXPECT_EQ(a_->channel_status(ab_), Status::kClosed);
+  EXPECT_EQ(a_->write(ab_, src.data(), 16, token, 0, 2), Status::kClosed);
+}
+
+TEST_F(Direct, OutstandingOperationsCompleteWithTheFailureInOrder) {
+  std::vector<std::uint8_t> good(4096), dead(4096), src(4096);
+  fill(src, 7);
+  RemoteToken ok_token, dead_token;
+  ASSERT_EQ(b_->grant(good.data(), good.size(), kRemoteWrite, ok_token), Status::kOk);
+  ASSERT_EQ(b_->grant(dead.data(), dead.size(), kRemoteWrite, dead_token), Status::kOk);
+  ASSERT_EQ(b_->revoke(dead_token), Status::kOk);
+  // Queue four writes; the second targets the revoked window. They go out in one post list.
+  ASSERT_EQ(a_->write(ab_, src.data(), 4096, ok_token, 0, 1), Status::kOk);
+  ASSERT_EQ(a_->write(ab_, src.data(), 4096, dead_token, 0, 2), Status::kOk);
+  ASSERT_EQ(a_->write(ab_, src.data(), 4096, ok_token, 0, 3), Status::kOk);
+  ASSERT_EQ(a_->write(ab_, src.data(), 4096, ok_token, 0, 4), Status::kOk);
+  Status expect[] = {Status::kOk, Status::kRemoteAccessError, Status::kFlushed, Status::kFlushed};
+  for (std::uint64_t tag = 1; tag <= 4; ++tag) {
+    OpCompletion c = wait_completion();
+    EXPECT_EQ(c.tag, tag) << "completions out of order";
+    EXPECT_EQ(c.status, expect[tag - 1]) << "tag " << tag;
+  }
+  EXPECT_TRUE(same(good.data(), src)) << "the write before the failure was lost";
+  EXPECT_EQ(a_->stats().ops_completed, 4u);
+  EXPECT_EQ(a_->stats().send_errors, 3u);
+}
+
+TEST_F(Direct, BadOperationsAreRefusedBeforeAnythingIsQueued) {
+  std::vector<std::uint8_t> window(4096), src(8192);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteWrite, token), Status::kOk);
+  EXPECT_EQ(a_->write(ab_, src.data(), 4097, token, 0, 1), Status::kInvalidArgument);   // past the window
+  EXPECT_EQ(a_->write(ab_, src.data(), 16, token, 4090, 1), Status::kInvalidArgument);  // straddles its end
+  EXPECT_EQ(a_->write(ab_, src.data(), 16, token, ~0ull, 1), Status::kInvalidArgument);  // offset overflow
+  EXPECT_EQ(a_->write(ab_, nullptr, 16, token, 0, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a_->write(ab_, src.data(), 0, token, 0, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a_->write(ab_ + 9, src.data(), 16, token, 0, 1), Status::kNotFound);
+  EXPECT_EQ(b_->grant(nullptr, 16, kRemoteWrite, token), Status::kInvalidArgument);
+  EXPECT_EQ(b_->grant(window.data(), 16, 0, token), Status::kInvalidArgument);
+  EXPECT_EQ(b_->grant(window.data(), 16, 0x80, token), Status::kInvalidArgument);
+  RemoteToken forged = token;
+  forged.rkey ^= 1;
+  EXPECT_EQ(b_->revoke(forged), Status::kNotFound);
+  EXPECT_EQ(a_->poll(), 0) << "a refused operation was queued";
+  OpCompletion c;
+  EXPECT_EQ(a_->completion(c), Status::kNoResource);
+  // A base-level endpoint has no direct-access calls.
+  EndpointConfig base = direct_config();
+  base.mode = Mode::kBaseLevel;
+  Endpoint plain(base);
+  EXPECT_EQ(plain.grant(window.data(), 16, kRemoteWrite, token), Status::kInvalidState);
+}
+
+TEST_F(Direct, ZeroCopySendFromApplicationMemory) {
+  std::vector<std::uint8_t> msg(3000);
+  fill(msg, 0x41);
+  ASSERT_EQ(a_->send_from(ab_, msg.data(), static_cast<std::uint32_t>(msg.size()), 77), Status::kOk);
+  OpCompletion c = wait_completion();
+  ASSERT_EQ(c.status, Status::kOk);
+  EXPECT_EQ(c.kind, OpKind::kSend);
+  EXPECT_EQ(c.tag, 77u);
+  Descriptor d;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (b_->receive(d) != Status::kOk && std::chrono::steady_clock::now() < deadline) (void)b_->poll();
+  ASSERT_EQ(d.length, msg.size());
+  ASSERT_FALSE(d.is_inline());
+  EXPECT_TRUE(same(reinterpret_cast<const std::uint8_t*>(b_->buffer(d.buffer).data()), msg));
+  EXPECT_EQ(b_->release(d.buffer), Status::kOk);
+}
+
+}  // namespace
+}  // namespace unet::core
