@@ -1,5 +1,7 @@
 // Endpoint data path: send, receive, release and the progress engine. No allocation, lock,
 // exception or system call beyond the verbs post/poll themselves.
+#include <endian.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -19,7 +21,8 @@ std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
   return {segment_.get() + std::size_t{b} * config_.buffer_bytes, config_.buffer_bytes};
 }
 
-Status Endpoint::send(ChannelId ch, BufferId b, std::uint32_t length) noexcept {
+Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
+                             std::uint32_t imm) noexcept {
   if (Status s = check_channel(ch); s != Status::kOk) return s;
   if (!buffers_.valid(b) || length == 0 || length > max_message_) return Status::kInvalidArgument;
   if (buffers_.owner(b) != BufferOwner::kApplication) return Status::kInvalidState;
@@ -29,12 +32,14 @@ Status Endpoint::send(ChannelId ch, BufferId b, std::uint32_t length) noexcept {
   d->channel = ch;
   d->length = length;
   d->buffer = b;
-  d->flags = 0;
+  d->flags = flags;
+  d->imm = imm;
   send_queue_.commit();
   return Status::kOk;
 }
 
-Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload) noexcept {
+Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags,
+                             std::uint32_t imm) noexcept {
   if (Status s = check_channel(ch); s != Status::kOk) return s;
   if (payload.empty() || payload.size() > inline_threshold_) return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
@@ -42,10 +47,24 @@ Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload) n
   d->channel = ch;
   d->length = static_cast<std::uint32_t>(payload.size());
   d->buffer = kNoBuffer;
-  d->flags = Descriptor::kInline;
+  d->flags = flags | Descriptor::kInline;
+  d->imm = imm;
   std::memcpy(d->data, payload.data(), payload.size());
   send_queue_.commit();
   return Status::kOk;
+}
+
+Status Endpoint::send(ChannelId ch, BufferId b, std::uint32_t length) noexcept {
+  return push_buffer(ch, b, length, 0, 0);
+}
+Status Endpoint::send(ChannelId ch, BufferId b, std::uint32_t length, std::uint32_t imm) noexcept {
+  return push_buffer(ch, b, length, Descriptor::kImm, imm);
+}
+Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload) noexcept {
+  return push_inline(ch, payload, 0, 0);
+}
+Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload, std::uint32_t imm) noexcept {
+  return push_inline(ch, payload, Descriptor::kImm, imm);
 }
 
 Status Endpoint::receive(Descriptor& out) noexcept {
@@ -89,7 +108,11 @@ void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexc
   } else {
     s = {reinterpret_cast<std::uint64_t>(buffer(d.buffer).data()), d.length, v_->mr->lkey()};
   }
-  if (ch.ah && w.opcode == IBV_WR_SEND) {
+  if (d.flags & Descriptor::kImm) {
+    w.opcode = IBV_WR_SEND_WITH_IMM;
+    w.imm_data = htobe32(d.imm);
+  }
+  if (ch.ah && (w.opcode == IBV_WR_SEND || w.opcode == IBV_WR_SEND_WITH_IMM)) {
     w.wr.ud.ah = ch.ah->native();
     w.wr.ud.remote_qpn = ch.remote_qpn;
     w.wr.ud.remote_qkey = ch.remote_qkey;
@@ -256,14 +279,16 @@ int Endpoint::reap_completions() noexcept {
     }
     d->channel = ch;
     d->length = len;
+    d->imm = wc.wc_flags & IBV_WC_WITH_IMM ? be32toh(wc.imm_data) : 0;
+    const std::uint16_t imm_flag = wc.wc_flags & IBV_WC_WITH_IMM ? Descriptor::kImm : 0;
     if (len <= inline_threshold_) {  // small: copy into the descriptor, recycle the buffer now
       std::memcpy(d->data, buffer(b).data(), len);
-      d->flags = Descriptor::kInline;
+      d->flags = Descriptor::kInline | imm_flag;
       d->buffer = kNoBuffer;
       (void)release(b);
       ++stats_.inline_received;
     } else {
-      d->flags = 0;
+      d->flags = imm_flag;
       d->buffer = b;
     }
     if (upcall_) {

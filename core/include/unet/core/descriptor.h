@@ -19,11 +19,12 @@ inline constexpr ChannelId kNoChannel = UINT32_MAX;
 inline constexpr BufferId kNoBuffer = UINT32_MAX;
 
 struct alignas(64) Descriptor {
-  static constexpr std::size_t kInlineBytes = 48;
+  static constexpr std::size_t kInlineBytes = 44;
 
   enum Flags : std::uint16_t {
     kInline = 1 << 0,  // the payload is in `data`, not in a buffer
     kOp = 1 << 1,      // send queue only: a direct-access operation; `buffer` is its op slot
+    kImm = 1 << 2,     // `imm` travels with the message (emulated endpoints' ids)
   };
 
   ChannelId channel = kNoChannel;  // the tag: which channel the message travels on
@@ -31,6 +32,7 @@ struct alignas(64) Descriptor {
   BufferId buffer = kNoBuffer;     // segment buffer holding the payload (unless kInline)
   std::uint16_t flags = 0;
   std::uint16_t reserved = 0;
+  std::uint32_t imm = 0;           // immediate data (valid when kImm)
   std::byte data[kInlineBytes];    // inline payload (valid for `length` bytes when kInline)
 
   bool is_inline() const noexcept { return flags & kInline; }

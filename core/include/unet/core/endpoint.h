@@ -140,6 +140,10 @@ class Endpoint {
   Status send(ChannelId ch, BufferId b, std::uint32_t length) noexcept;
   // Pushes a small message carried inside the descriptor (length <= inline_threshold()).
   Status send_inline(ChannelId ch, std::span<const std::byte> payload) noexcept;
+  // The same two with 32 bits of immediate data, delivered in the arrival's Descriptor::imm
+  // (flag kImm). Emulated endpoints carry their ids in it.
+  Status send(ChannelId ch, BufferId b, std::uint32_t length, std::uint32_t imm) noexcept;
+  Status send_inline(ChannelId ch, std::span<const std::byte> payload, std::uint32_t imm) noexcept;
   // Progress: posts pending sends, reaps completions, fills the receive queue, reposts freed
   // buffers. Returns how much work it did (0 = idle), or a negative value on a device error.
   int poll() noexcept;
@@ -170,6 +174,10 @@ class Endpoint {
   // The registration cache's counters (pinned bytes, hits, evictions...).
   RegistrationCacheStats registration_stats() const noexcept;
 
+  // --- resources, for reports ---
+  std::size_t segment_bytes() const noexcept { return segment_bytes_; }  // pinned by the segment
+  std::uint32_t queue_pairs() const noexcept { return static_cast<std::uint32_t>(lanes_.size()); }
+
   // --- notification ---
   // A file descriptor that turns readable when a completion may be waiting; add it to epoll. Once
   // it fires: poll() and take the arrivals, then arm() before waiting on it again.
@@ -192,6 +200,8 @@ class Endpoint {
 
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
   Status check_channel(ChannelId ch) const noexcept;
+  Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags, std::uint32_t imm) noexcept;
+  Status push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags, std::uint32_t imm) noexcept;
   int post_pending_sends() noexcept;
   int reap_completions() noexcept;
   int repost_free_buffers() noexcept;
