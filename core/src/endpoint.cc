@@ -42,6 +42,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
   v_->path.sgid_index = static_cast<std::uint8_t>(v_->gid.index);
   verbs::PortInfo port = v_->ctx->port(config_.port);
   v_->path.mtu = port.active_mtu;
+  v_->path.timeout = config_.ack_timeout;
+  v_->path.retry_cnt = config_.retry_count;
 
   // One CQ for every send and arrival of the endpoint.
   std::uint32_t cqe = config_.free_queue_depth + config_.send_queue_depth * config_.max_channels;

@@ -263,5 +263,60 @@ TEST(EndpointRc, TwoChannelsShareOneFreeQueueAndAreDemultiplexed) {
   EXPECT_EQ(from_y, 10);
 }
 
+// RC peer failure: when a peer endpoint disappears, its channel fails with the transport's error,
+// the outstanding sends complete with that error, and the endpoint's other channels keep working.
+TEST(EndpointRc, PeerFailureFailsOnlyItsChannel) {
+  UNET_REQUIRE_DEVICE();
+  EndpointConfig c = config(Transport::kRc);
+  Endpoint hub(c), y(c);
+  auto x = std::make_unique<Endpoint>(c);
+  auto [hx, xh] = connect(hub, *x);
+  auto [hy, yh] = connect(hub, y);
+  x.reset();  // the peer is gone: its QPs are destroyed
+  std::byte m[4] = {std::byte{7}};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(hub.send_inline(hx, m), Status::kOk);
+  OpCompletion failed[3];
+  int failures = 0;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (failures < 3 && std::chrono::steady_clock::now() < deadline) {
+    (void)hub.poll();
+    (void)y.poll();
+    while (failures < 3 && hub.completion(failed[failures]) == Status::kOk) ++failures;
+  }
+  ASSERT_EQ(failures, 3) << "outstanding sends to the dead peer did not all complete";
+  EXPECT_EQ(failed[0].status, Status::kRetryExceeded) << to_string(failed[0].status);
+  EXPECT_EQ(failed[1].status, Status::kFlushed);
+  EXPECT_EQ(failed[2].status, Status::kFlushed);
+  for (const auto& f : failed) EXPECT_EQ(f.channel, hx);
+  EXPECT_EQ(hub.channel_status(hx), Status::kClosed);
+  EXPECT_EQ(hub.send_inline(hx, m), Status::kClosed) << "later sends fail fast";
+  // The other channel is untouched.
+  ASSERT_EQ(hub.channel_status(hy), Status::kOk);
+  m[0] = std::byte{8};
+  ASSERT_EQ(hub.send_inline(hy, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(wait_receive(hub, y, d));
+  EXPECT_EQ(d.channel, yh);
+  EXPECT_EQ(d.data[0], std::byte{8});
+}
+
+// Closing one channel leaves the endpoint's other channels working.
+TEST(EndpointRc, ClosingAChannelDoesNotDisturbTheOthers) {
+  UNET_REQUIRE_DEVICE();
+  Endpoint hub(config(Transport::kRc)), x(config(Transport::kRc)), y(config(Transport::kRc));
+  auto [hx, xh] = connect(hub, x);
+  auto [hy, yh] = connect(hub, y);
+  ASSERT_EQ(hub.close_channel(hx), Status::kOk);
+  std::byte m[4] = {std::byte{1}};
+  ASSERT_EQ(y.send_inline(yh, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(wait_receive(y, hub, d));
+  EXPECT_EQ(d.channel, hy);
+  ASSERT_EQ(hub.send_inline(hy, m), Status::kOk);
+  ASSERT_TRUE(wait_receive(hub, y, d));
+  EXPECT_EQ(d.channel, yh);
+  EXPECT_EQ(hub.stats().unknown_tag_drops, 0u);
+}
+
 }  // namespace
 }  // namespace unet::core

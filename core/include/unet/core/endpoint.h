@@ -68,6 +68,10 @@ struct EndpointConfig {
   std::uint32_t inline_threshold = Descriptor::kInlineBytes;  // clamped to the device's inline
   std::uint32_t max_channels = 64;
   std::uint32_t signal_interval = 16;      // one signaled send in this many, per QP
+  // RC: how long a silent peer takes to be declared dead, about 4.096 us * 2^ack_timeout *
+  // (retry_count + 1): 0.47 s with the defaults. retry_count 7 would mean "forever" on rxe.
+  std::uint8_t ack_timeout = 14;
+  std::uint8_t retry_count = 6;
   // Direct-access mode:
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
   std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight

@@ -24,7 +24,7 @@ struct CmParams {
   std::chrono::milliseconds timeout{5000};  // per step (resolve, connect, accept, disconnect)
   std::uint8_t responder_resources = 1;
   std::uint8_t initiator_depth = 1;
-  std::uint8_t retry_count = 7;
+  std::uint8_t retry_count = 6;  // not 7: rxe retries forever at 7 (see PathParams::retry_cnt)
   std::uint8_t rnr_retry_count = 7;
 };
 

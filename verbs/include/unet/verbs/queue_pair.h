@@ -51,7 +51,10 @@ struct QpCaps {
   std::uint32_t max_inline_data = 0;
 };
 
-// Transport parameters for the transitions. Defaults are ibv_rc_pingpong's.
+// Transport parameters for the transitions. Defaults are ibv_rc_pingpong's, except retry_cnt:
+// rxe treats retry_cnt 7 as "retry forever" (its completer never decrements a count of 7), so a
+// dead peer would never be reported; 6 reports it after about 4.096 us * 2^timeout * 7 (0.47 s at
+// timeout 14, seen on rxe).
 struct PathParams {
   std::uint8_t port = 1;
   std::uint8_t sgid_index = 0;
@@ -61,7 +64,7 @@ struct PathParams {
   std::uint32_t qkey = kDefaultQkey;  // UD
   std::uint8_t min_rnr_timer = 12;
   std::uint8_t timeout = 14;
-  std::uint8_t retry_cnt = 7;
+  std::uint8_t retry_cnt = 6;
   std::uint8_t rnr_retry = 7;  // 7 = retry forever; 0 = fail at the first RNR NAK
   std::uint8_t max_rd_atomic = 1;       // clamped to the device's max_qp_rd_atom
   std::uint8_t max_dest_rd_atomic = 1;  // idem
