@@ -123,13 +123,7 @@ ChannelOffer Endpoint::offer_channel() {
   auto ch = std::make_unique<Channel>();
   verbs::ConnectionInfo local;
   if (config_.transport == Transport::kRc) {
-    verbs::QpConfig qc;
-    qc.type = verbs::QpType::kRc;
-    qc.send_cq = v_->cq;
-    qc.srq = v_->srq;
-    qc.max_send_wr = config_.send_queue_depth;
-    qc.max_inline_data = inline_threshold_;
-    ch->qp = std::make_unique<verbs::QueuePair>(v_->pd, qc);
+    ch->qp = std::make_unique<verbs::QueuePair>(v_->pd, rc_qp_config());
     local = ch->qp->local_info(v_->path);
   } else {
     local = v_->ud_qp->local_info(v_->path);
@@ -175,10 +169,10 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
   Channel& ch = *channels_[id];
   if (ch.state != Channel::State::kOpen && ch.state != Channel::State::kFailed) return Status::kClosed;
   ch.state = Channel::State::kClosed;
-  if (ch.qp) {
-    v_->by_qpn.erase(ch.qp->qp_num());
+  if (verbs::QueuePair* qp = ch.rc_qp()) {
+    v_->by_qpn.erase(qp->qp_num());
     try {
-      ch.qp->to_error();  // posted sends flush; they are retired as errors
+      qp->to_error();  // posted sends flush; they are retired as errors
     } catch (const verbs::Error&) {
       return Status::kDeviceError;
     }
@@ -186,6 +180,51 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
     v_->by_peer.erase(ch.peer);
   }
   return Status::kOk;
+}
+
+verbs::QpConfig Endpoint::rc_qp_config() const {
+  verbs::QpConfig qc;
+  qc.type = verbs::QpType::kRc;
+  qc.send_cq = v_->cq;
+  qc.srq = v_->srq;
+  qc.max_send_wr = config_.send_queue_depth;
+  qc.max_inline_data = inline_threshold_;
+  return qc;
+}
+
+std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) {
+  if (config_.transport != Transport::kRc) verbs::throw_error("listen_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
+  v_->listener = std::make_unique<verbs::CmListener>(address, port);
+  return v_->listener->port();
+}
+
+ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout) {
+  if (!v_->listener) verbs::throw_error("accept_cm", "endpoint", EINVAL, "listen_cm() first");
+  if (channels_.size() >= config_.max_channels) verbs::throw_error("accept_cm", "endpoint", ENOSPC, "max_channels reached");
+  verbs::CmParams p;
+  p.timeout = timeout;
+  p.retry_count = config_.retry_count;
+  return adopt_cm(v_->listener->accept(v_->pd, rc_qp_config(), p));
+}
+
+ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout) {
+  if (config_.transport != Transport::kRc) verbs::throw_error("connect_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
+  if (channels_.size() >= config_.max_channels) verbs::throw_error("connect_cm", "endpoint", ENOSPC, "max_channels reached");
+  verbs::CmParams p;
+  p.timeout = timeout;
+  p.retry_count = config_.retry_count;
+  return adopt_cm(verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p));
+}
+
+ChannelId Endpoint::adopt_cm(std::unique_ptr<verbs::CmConnection> conn) {
+  auto ch = std::make_unique<Channel>();
+  auto id = static_cast<ChannelId>(channels_.size());
+  ch->cm = std::move(conn);
+  ch->lane = add_lane(ch->cm->qp(), id);
+  v_->by_qpn.emplace(ch->cm->qp().qp_num(), id);
+  ch->state = Channel::State::kOpen;
+  channels_.push_back(std::move(ch));
+  return id;
 }
 
 Status Endpoint::channel_status(ChannelId id) const noexcept {

@@ -8,6 +8,7 @@
 #include "unet/core/endpoint.h"
 #include "unet/verbs/address_handle.h"
 #include "unet/verbs/completion_channel.h"
+#include "unet/verbs/connection_manager.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/device.h"
 #include "unet/verbs/gid.h"
@@ -95,6 +96,7 @@ struct Endpoint::Verbs {
   std::vector<Op> ops;
   std::unique_ptr<DescriptorRing<std::uint32_t>> free_ops;
   std::vector<std::unique_ptr<verbs::MemoryRegion>> grants;  // by RemoteToken::id
+  std::unique_ptr<verbs::CmListener> listener;               // listen_cm()
   verbs::GidEntry gid;
   verbs::PathParams path;
   std::unordered_map<std::uint32_t, ChannelId> by_qpn;       // RC tag -> channel
@@ -111,11 +113,13 @@ struct Endpoint::Channel {
   enum class State : std::uint8_t { kOffered, kOpen, kFailed, kClosed };
   State state = State::kOffered;
   std::uint32_t lane = 0;
-  std::unique_ptr<verbs::QueuePair> qp;     // RC
+  std::unique_ptr<verbs::QueuePair> qp;     // RC, set up out of band
+  std::unique_ptr<verbs::CmConnection> cm;  // RC, set up through rdma_cm (owns its QP)
   std::unique_ptr<verbs::AddressHandle> ah;  // UD
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
   UdPeer peer;
+  verbs::QueuePair* rc_qp() noexcept { return qp ? qp.get() : cm ? &cm->qp() : nullptr; }
 };
 
 // One send queue of the device: its in-flight sends in order, and its signaling state.

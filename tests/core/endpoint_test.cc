@@ -8,6 +8,7 @@
 
 #include "device_env.h"
 #include "unet/core/endpoint.h"
+#include "unet/verbs/error.h"
 
 namespace unet::core {
 namespace {
@@ -316,6 +317,39 @@ TEST(EndpointRc, ClosingAChannelDoesNotDisturbTheOthers) {
   ASSERT_TRUE(wait_receive(hub, y, d));
   EXPECT_EQ(d.channel, yh);
   EXPECT_EQ(hub.stats().unknown_tag_drops, 0u);
+}
+
+// RC channels can be set up through rdma_cm as well as out of band, and join the same free queue.
+TEST(EndpointRc, ChannelsThroughRdmaCm) {
+  UNET_REQUIRE_DEVICE();
+  const char* addr = std::getenv("UNET_RXE_ADDR0");
+  if (!addr) {
+    if (test::device_required()) FAIL() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
+    GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
+  }
+  Endpoint server(config(Transport::kRc)), client(config(Transport::kRc));
+  std::uint16_t port = server.listen_cm(addr, 0);
+  ASSERT_NE(port, 0);
+  ChannelId sc = kNoChannel;
+  std::thread acceptor([&] { sc = server.accept_cm(10s); });  // the server is used by this thread only
+  ChannelId cc = client.connect_cm(addr, port, 10s);
+  acceptor.join();
+  ASSERT_NE(sc, kNoChannel);
+  std::byte m[4] = {std::byte{'c'}};
+  ASSERT_EQ(client.send_inline(cc, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(wait_receive(client, server, d));
+  EXPECT_EQ(d.channel, sc);
+  EXPECT_EQ(d.data[0], std::byte{'c'});
+  m[0] = std::byte{'s'};
+  ASSERT_EQ(server.send_inline(sc, m), Status::kOk);
+  ASSERT_TRUE(wait_receive(server, client, d));
+  EXPECT_EQ(d.channel, cc);
+  EXPECT_EQ(d.data[0], std::byte{'s'});
+  // Nothing listening: connect fails within its timeout, with an error naming rdma_cm.
+  Endpoint lonely(config(Transport::kRc));
+  EXPECT_THROW((void)lonely.connect_cm(addr, static_cast<std::uint16_t>(port + 1), 2s), verbs::Error);
+  EXPECT_THROW((void)lonely.accept_cm(100ms), verbs::Error) << "accept without listen";
 }
 
 }  // namespace

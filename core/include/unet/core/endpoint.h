@@ -47,6 +47,8 @@ class CompletionQueue;
 class SharedReceiveQueue;
 class QueuePair;
 class MemoryRegion;
+class CmConnection;
+struct QpConfig;
 }  // namespace unet::verbs
 
 namespace unet::core {
@@ -129,6 +131,12 @@ class Endpoint {
   ChannelOffer offer_channel();
   // Completes the channel from `offer` and the peer's half; returns its id (the tag).
   ChannelId accept_offer(const ChannelOffer& offer, std::string_view peer_half);
+  // RC channels through rdma_cm instead of an out-of-band exchange: listen on an IP address of the
+  // endpoint's device (port 0: any free one; returns the port), accept one channel, or connect to
+  // a listening endpoint. Each step waits at most `timeout`, then throws verbs::Error.
+  std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
+  ChannelId accept_cm(std::chrono::milliseconds timeout);
+  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout);
   // Closes a channel: later sends on it fail with kClosed and its arrivals are dropped as unknown.
   Status close_channel(ChannelId ch) noexcept;
   // kOk for an open channel, kClosed for a closed or failed one, kNotFound for no such channel.
@@ -203,6 +211,8 @@ class Endpoint {
   struct Verbs;
 
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
+  ChannelId adopt_cm(std::unique_ptr<verbs::CmConnection> conn);
+  verbs::QpConfig rc_qp_config() const;
   Status check_channel(ChannelId ch) const noexcept;
   Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags, std::uint32_t imm) noexcept;
   Status push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags, std::uint32_t imm) noexcept;
