@@ -2,6 +2,7 @@
 // registered by hand, a bounded registration cache, grants and revocation (memory checked byte for
 // byte), and failures reported per operation.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <chrono>
 #include <cstring>
@@ -188,6 +189,23 @@ TEST_F(Direct, BadOperationsAreRefusedBeforeAnythingIsQueued) {
   base.mode = Mode::kBaseLevel;
   Endpoint plain(base);
   EXPECT_EQ(plain.grant(window.data(), 16, kRemoteWrite, token), Status::kInvalidState);
+}
+
+TEST_F(Direct, MemoryThatCannotBeRegisteredIsRefused) {
+  // Address space with no access at all: the registration cache cannot pin it.
+  void* p = mmap(nullptr, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  std::vector<std::uint8_t> window(1 << 16);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteWrite, token), Status::kOk);
+  RegistrationCacheStats before = a_->registration_stats();
+  Status s = a_->write(ab_, p, 4096, token, 0, 1);
+  EXPECT_NE(s, Status::kOk);
+  EXPECT_TRUE(s == Status::kDeviceError || s == Status::kNoResource) << to_string(s);
+  EXPECT_EQ(a_->registration_stats().pinned_bytes, before.pinned_bytes);
+  EXPECT_EQ(a_->poll(), 0) << "a refused operation was queued";
+  EXPECT_EQ(b_->grant(p, 4096, kRemoteWrite, token), Status::kDeviceError) << "granted unmapped memory";
+  munmap(p, 1 << 16);
 }
 
 TEST_F(Direct, ZeroCopySendFromApplicationMemory) {
