@@ -171,12 +171,12 @@ int Endpoint::post_pending_sends() noexcept {
     send_queue_.pop(n);
     if (lane.qp->post_send(v_->swr[0]) != Status::kOk) {
       // The provider refused the list (part of it may be posted): stop the QP so everything
-      // flushes, and report every in-flight send of the lane as failed.
+      // flushes, and report every in-flight send of the lane as flushed — none is known done.
       try {
         lane.qp->to_error();
       } catch (...) {
       }
-      fail_lane(lane, lane.next_seq - n, Status::kInvalidArgument);
+      abort_lane(lane, Status::kFlushed);
       return -1;
     }
     stats_.sent += n;
@@ -224,10 +224,16 @@ void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noex
 // Send `seq` of `lane` failed with `status`: the sends before it completed, the ones after it are
 // flushed; its channel (RC) fails, so later sends on it are refused with kClosed.
 void Endpoint::fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept {
-  lane.failed = true;
   retire_through(lane, seq - 1, Status::kOk);
   if (lane.inflight.front() && lane.inflight.front()->seq == seq) retire_one(lane, status);
-  while (!lane.inflight.empty()) retire_one(lane, Status::kFlushed);
+  abort_lane(lane, Status::kFlushed);
+}
+
+// The lane is unusable: every send still in flight is retired with `status`, and its channel
+// (RC) fails.
+void Endpoint::abort_lane(Lane& lane, Status status) noexcept {
+  lane.failed = true;
+  while (!lane.inflight.empty()) retire_one(lane, status);
   lane.unsignaled = 0;
   if (lane.channel != kNoChannel && channels_[lane.channel]->state == Channel::State::kOpen)
     channels_[lane.channel]->state = Channel::State::kFailed;

@@ -229,6 +229,7 @@ class Endpoint {
   void build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept;
   Status drain_events() noexcept;
   void fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept;
+  void abort_lane(Lane& lane, Status status) noexcept;
 
   EndpointConfig config_;
   EndpointStats stats_;
