@@ -34,7 +34,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
       recv_queue_(config_.recv_queue_depth),
       free_queue_(config_.buffers),
       completions_(config_.max_operations + config_.send_queue_depth) {
-  v_ = std::make_unique<Verbs>();
+  v_ = std::make_unique<Verbs>(config_.max_channels);
   v_->ctx = verbs::Context::open(config_.device);
   v_->pd = std::make_shared<verbs::ProtectionDomain>(v_->ctx);
   v_->gid = verbs::select_gid(*v_->ctx, config_.port, config_.gid_index);
@@ -93,8 +93,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
 
   // Fill the free queue; the first poll() (or this) posts it.
   for (std::uint32_t i = 0; i < config_.free_queue_depth; ++i) {
-    BufferId b;
-    (void)buffers_.take_for_free_queue(b);
+    BufferId b = kNoBuffer;
+    (void)buffers_.take_for_free_queue(b);  // cannot fail: free_queue_depth < buffers
     (void)free_queue_.push(b);
   }
   if (repost_free_buffers() < 0) verbs::throw_error("post_recv", "free queue", EIO);
@@ -144,7 +144,7 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
   if (config_.transport == Transport::kRc) {
     ch.qp->connect(local, remote, v_->path);
     ch.lane = add_lane(*ch.qp, id);
-    v_->by_qpn.emplace(ch.qp->qp_num(), id);
+    (void)v_->tags.add(ch.qp->qp_num(), id);  // a fresh QP number: cannot clash
   } else {
     if ((config_.transport == Transport::kUd) && remote.qkey != local.qkey)
       verbs::throw_error("accept_offer", "endpoint", EPROTO, "the peer uses another Q_Key");
@@ -157,8 +157,9 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     ch.remote_qpn = remote.qpn;
     ch.remote_qkey = remote.qkey;
     ch.lane = 0;
-    v_->by_peer.emplace(UdPeer{remote.qpn, remote.gid}, id);
-    ch.peer = UdPeer{remote.qpn, remote.gid};
+    ch.peer = UdTag{remote.qpn, remote.gid};
+    if (v_->tags.add(ch.peer, id) != Status::kOk)
+      verbs::throw_error("accept_offer", "endpoint", EEXIST, "a channel to this peer QP exists already");
   }
   ch.state = Channel::State::kOpen;
   return id;
@@ -170,14 +171,14 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
   if (ch.state != Channel::State::kOpen && ch.state != Channel::State::kFailed) return Status::kClosed;
   ch.state = Channel::State::kClosed;
   if (verbs::QueuePair* qp = ch.rc_qp()) {
-    v_->by_qpn.erase(qp->qp_num());
+    (void)v_->tags.remove(qp->qp_num());
     try {
       qp->to_error();  // posted sends flush; they are retired as errors
     } catch (const verbs::Error&) {
       return Status::kDeviceError;
     }
   } else {
-    v_->by_peer.erase(ch.peer);
+    (void)v_->tags.remove(ch.peer);
   }
   return Status::kOk;
 }
@@ -221,7 +222,7 @@ ChannelId Endpoint::adopt_cm(std::unique_ptr<verbs::CmConnection> conn) {
   auto id = static_cast<ChannelId>(channels_.size());
   ch->cm = std::move(conn);
   ch->lane = add_lane(ch->cm->qp(), id);
-  v_->by_qpn.emplace(ch->cm->qp().qp_num(), id);
+  (void)v_->tags.add(ch->cm->qp().qp_num(), id);
   ch->state = Channel::State::kOpen;
   channels_.push_back(std::move(ch));
   return id;

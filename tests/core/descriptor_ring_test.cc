@@ -76,7 +76,7 @@ TEST(DescriptorRing, OneProducerOneConsumerThread) {
 TEST(BufferTable, OwnershipMovesOnlyAlongItsEdges) {
   BufferTable t(4);
   EXPECT_EQ(t.spare(), 4u);
-  BufferId b;
+  BufferId b = kNoBuffer;
   ASSERT_EQ(t.take_spare(b), Status::kOk);
   EXPECT_EQ(t.owner(b), BufferOwner::kApplication);
   EXPECT_EQ(t.arrived(b), Status::kInvalidState);    // not on the free queue
@@ -88,7 +88,7 @@ TEST(BufferTable, OwnershipMovesOnlyAlongItsEdges) {
   EXPECT_EQ(t.owner(b), BufferOwner::kSpare);
   EXPECT_EQ(t.spare(), 4u);
 
-  BufferId f;
+  BufferId f = kNoBuffer;
   ASSERT_EQ(t.take_for_free_queue(f), Status::kOk);
   EXPECT_EQ(t.owner(f), BufferOwner::kFreeQueue);
   EXPECT_EQ(t.queue_send(f), Status::kInvalidState) << "a posted receive buffer cannot be sent";
@@ -102,7 +102,7 @@ TEST(BufferTable, OwnershipMovesOnlyAlongItsEdges) {
 
 TEST(BufferTable, RunsOutOfSpares) {
   BufferTable t(2);
-  BufferId a, b, c = 99;
+  BufferId a = kNoBuffer, b = kNoBuffer, c = 99;
   ASSERT_EQ(t.take_spare(a), Status::kOk);
   ASSERT_EQ(t.take_for_free_queue(b), Status::kOk);
   EXPECT_EQ(t.take_spare(c), Status::kNoResource);

@@ -64,7 +64,7 @@ class EndpointTest : public ::testing::TestWithParam<Transport> {
         for (std::uint32_t i = 0; i < len; ++i) tmp[i] = pattern(m, i);
         s = a_->send_inline(ab_, {tmp, len});
       } else {
-        BufferId buf;
+        BufferId buf = kNoBuffer;
         s = a_->acquire_buffer(buf);
         if (s == Status::kOk) {
           auto bytes = a_->buffer(buf);
@@ -137,7 +137,7 @@ TEST_P(EndpointTest, DoorbellBatchingPostsManyDescriptorsWithOneCall) {
 }
 
 TEST_P(EndpointTest, BadInputIsRefusedAndChangesNothing) {
-  BufferId own;
+  BufferId own = kNoBuffer;
   ASSERT_EQ(a_->acquire_buffer(own), Status::kOk);
   EndpointStats before = a_->stats();
   std::byte small[4] = {};
@@ -167,7 +167,7 @@ TEST_P(EndpointTest, BadInputIsRefusedAndChangesNothing) {
 }
 
 TEST_P(EndpointTest, ReceivedBufferIsTheApplicationsUntilReleasedOnce) {
-  BufferId buf;
+  BufferId buf = kNoBuffer;
   ASSERT_EQ(a_->acquire_buffer(buf), Status::kOk);
   std::memset(a_->buffer(buf).data(), 0x5c, 1000);
   ASSERT_EQ(a_->send(ab_, buf, 1000), Status::kOk);

@@ -56,7 +56,7 @@ class BufferTable {
  private:
   // Every spare buffer is in spare_ exactly once: it enters on becoming spare, leaves here.
   Status take(BufferOwner to, BufferId& out) noexcept {
-    BufferId b;
+    BufferId b = kNoBuffer;
     if (!spare_.pop_into(b)) return Status::kNoResource;
     owner_[b] = to;
     out = b;
