@@ -265,12 +265,10 @@ int Endpoint::reap_completions() noexcept {
       if (ud) {
         const auto* grh = reinterpret_cast<const std::uint8_t*>(
             segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes + std::size_t{b} * kGrhSlot);
-        auto it = v_->by_peer.find(UdPeer{wc.src_qp, verbs::grh_source_gid(grh)});
-        if (it != v_->by_peer.end()) ch = it->second;
+        ch = v_->tags.find(UdTag{wc.src_qp, verbs::grh_source_gid(grh)});
         len = wc.byte_len >= verbs::kGrhBytes ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes) : 0;
       } else {
-        auto it = v_->by_qpn.find(wc.qp_num);
-        if (it != v_->by_qpn.end()) ch = it->second;
+        ch = v_->tags.find(wc.qp_num);
         len = wc.byte_len;
       }
       if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;

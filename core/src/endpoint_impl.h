@@ -5,6 +5,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "unet/core/channel_table.h"
 #include "unet/core/endpoint.h"
 #include "unet/verbs/address_handle.h"
 #include "unet/verbs/completion_channel.h"
@@ -68,19 +69,6 @@ struct Op {
   Cache::Lease lease;
 };
 
-// A UD channel's key: the peer's QPN and GID.
-struct UdPeer {
-  std::uint32_t qpn = 0;
-  verbs::Gid gid;
-  bool operator==(const UdPeer&) const = default;
-};
-struct UdPeerHash {
-  std::size_t operator()(const UdPeer& p) const noexcept {
-    std::uint64_t h = p.qpn;
-    for (std::uint8_t b : p.gid.raw) h = h * 1099511628211ull ^ b;
-    return static_cast<std::size_t>(h);
-  }
-};
 
 struct Endpoint::Verbs {
   std::shared_ptr<verbs::Context> ctx;
@@ -99,8 +87,8 @@ struct Endpoint::Verbs {
   std::unique_ptr<verbs::CmListener> listener;               // listen_cm()
   verbs::GidEntry gid;
   verbs::PathParams path;
-  std::unordered_map<std::uint32_t, ChannelId> by_qpn;       // RC tag -> channel
-  std::unordered_map<UdPeer, ChannelId, UdPeerHash> by_peer;  // UD tag -> channel
+  ChannelTable tags;  // arrival tag -> channel
+  explicit Verbs(std::uint32_t max_channels) : tags(max_channels) {}
   // Post lists, built in place: no allocation on the data path.
   ibv_send_wr swr[kBatch];
   ibv_sge ssge[kBatch];
@@ -118,7 +106,7 @@ struct Endpoint::Channel {
   std::unique_ptr<verbs::AddressHandle> ah;  // UD
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
-  UdPeer peer;
+  UdTag peer;
   verbs::QueuePair* rc_qp() noexcept { return qp ? qp.get() : cm ? &cm->qp() : nullptr; }
 };
 

@@ -1,0 +1,69 @@
+// ChannelTable: from an arrival's tag to its channel — U-Net's demultiplexing, and its protection:
+// a tag that is in no open channel's entry finds nothing, and the arrival is dropped.
+//
+// RC tags are local QP numbers (each channel has its own QP). UD tags are the sender's QPN and GID
+// (one QP serves every channel). Storage is reserved for `max_channels` at construction, so neither
+// a lookup nor an insert up to that many allocates. Pure logic, no device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
+#include "unet/core/descriptor.h"
+#include "unet/verbs/gid.h"
+#include "unet/verbs/status.h"
+
+namespace unet::core {
+
+struct UdTag {
+  std::uint32_t qpn = 0;
+  verbs::Gid gid;
+  bool operator==(const UdTag&) const = default;
+};
+
+class ChannelTable {
+ public:
+  explicit ChannelTable(std::uint32_t max_channels) : max_(max_channels) {
+    rc_.reserve(max_channels);
+    ud_.reserve(max_channels);
+  }
+
+  // Adds a tag. kInvalidArgument if the tag already names a channel; kNoResource past max_channels.
+  Status add(std::uint32_t rc_qpn, ChannelId ch) { return add_to(rc_, rc_qpn, ch); }
+  Status add(const UdTag& tag, ChannelId ch) { return add_to(ud_, tag, ch); }
+  // Removes a tag; kNotFound if absent.
+  Status remove(std::uint32_t rc_qpn) noexcept { return rc_.erase(rc_qpn) ? Status::kOk : Status::kNotFound; }
+  Status remove(const UdTag& tag) noexcept { return ud_.erase(tag) ? Status::kOk : Status::kNotFound; }
+  // The channel a tag names, or kNoChannel. No allocation.
+  ChannelId find(std::uint32_t rc_qpn) const noexcept { return find_in(rc_, rc_qpn); }
+  ChannelId find(const UdTag& tag) const noexcept { return find_in(ud_, tag); }
+  std::size_t size() const noexcept { return rc_.size() + ud_.size(); }
+
+ private:
+  struct UdHash {
+    std::size_t operator()(const UdTag& t) const noexcept {
+      std::uint64_t h = t.qpn;
+      for (std::uint8_t b : t.gid.raw) h = h * 1099511628211ull ^ b;  // FNV-style mix
+      return static_cast<std::size_t>(h);
+    }
+  };
+  template <class Map, class Key>
+  Status add_to(Map& m, const Key& k, ChannelId ch) {
+    if (m.count(k)) return Status::kInvalidArgument;
+    if (size() >= max_) return Status::kNoResource;
+    m.emplace(k, ch);
+    return Status::kOk;
+  }
+  template <class Map, class Key>
+  static ChannelId find_in(const Map& m, const Key& k) noexcept {
+    auto it = m.find(k);
+    return it == m.end() ? kNoChannel : it->second;
+  }
+
+  std::uint32_t max_;
+  std::unordered_map<std::uint32_t, ChannelId> rc_;
+  std::unordered_map<UdTag, ChannelId, UdHash> ud_;
+};
+
+}  // namespace unet::core

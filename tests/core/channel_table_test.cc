@@ -1,0 +1,56 @@
+// Unit: the channel table demultiplexes tags and finds nothing for a tag it does not hold.
+#include <gtest/gtest.h>
+
+#include "unet/core/channel_table.h"
+
+namespace unet::core {
+namespace {
+
+verbs::Gid gid(std::uint8_t last) {
+  verbs::Gid g;
+  g.raw[10] = g.raw[11] = 0xff;
+  g.raw[15] = last;
+  return g;
+}
+
+TEST(ChannelTable, RcTagsAreLocalQpNumbers) {
+  ChannelTable t(4);
+  ASSERT_EQ(t.add(0x11u, 0), Status::kOk);
+  ASSERT_EQ(t.add(0x12u, 1), Status::kOk);
+  EXPECT_EQ(t.find(0x11u), 0u);
+  EXPECT_EQ(t.find(0x12u), 1u);
+  EXPECT_EQ(t.find(0x13u), kNoChannel) << "an unknown tag must find nothing";
+  EXPECT_EQ(t.add(0x11u, 2), Status::kInvalidArgument) << "a tag names one channel";
+  EXPECT_EQ(t.find(0x11u), 0u) << "a refused add changed the table";
+  ASSERT_EQ(t.remove(0x11u), Status::kOk);
+  EXPECT_EQ(t.find(0x11u), kNoChannel) << "a closed channel's tag still delivers";
+  EXPECT_EQ(t.remove(0x11u), Status::kNotFound);
+}
+
+TEST(ChannelTable, UdTagsAreTheSendersQpnAndGid) {
+  ChannelTable t(4);
+  ASSERT_EQ(t.add(UdTag{0x20, gid(1)}, 0), Status::kOk);
+  ASSERT_EQ(t.add(UdTag{0x20, gid(2)}, 1), Status::kOk);  // same QPN, another host
+  ASSERT_EQ(t.add(UdTag{0x21, gid(1)}, 2), Status::kOk);  // same host, another QP
+  EXPECT_EQ(t.find(UdTag{0x20, gid(1)}), 0u);
+  EXPECT_EQ(t.find(UdTag{0x20, gid(2)}), 1u);
+  EXPECT_EQ(t.find(UdTag{0x21, gid(1)}), 2u);
+  EXPECT_EQ(t.find(UdTag{0x21, gid(2)}), kNoChannel);
+  EXPECT_EQ(t.find(0x20u), kNoChannel) << "RC and UD tags are separate";
+  ASSERT_EQ(t.remove(UdTag{0x20, gid(1)}), Status::kOk);
+  EXPECT_EQ(t.find(UdTag{0x20, gid(1)}), kNoChannel);
+  EXPECT_EQ(t.find(UdTag{0x20, gid(2)}), 1u);
+}
+
+TEST(ChannelTable, HoldsAtMostMaxChannels) {
+  ChannelTable t(2);
+  ASSERT_EQ(t.add(1u, 0), Status::kOk);
+  ASSERT_EQ(t.add(UdTag{2, gid(2)}, 1), Status::kOk);
+  EXPECT_EQ(t.add(3u, 2), Status::kNoResource);
+  EXPECT_EQ(t.size(), 2u);
+  ASSERT_EQ(t.remove(1u), Status::kOk);
+  EXPECT_EQ(t.add(3u, 2), Status::kOk);
+}
+
+}  // namespace
+}  // namespace unet::core
