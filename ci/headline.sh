@@ -6,6 +6,7 @@
 #   verbs_pingpong          unet's verbs layer, in ib_send_lat's loop shape
 #   verbs_pingpong --raw    the same loop calling libibverbs directly (what the wrapper costs)
 #   unet_pingpong           a U-Net endpoint (core/): descriptors, queues, SRQ free queue, channels
+#   ib_send_lat --use-srq   perftest receiving through a shared receive queue, as the endpoint does
 # unet gets the inline size perftest reports using. Prints the median of the rounds' t_typical
 # (median latency) for each and the ratios. Server and client are pinned to different CPUs when
 # there are two or more. Environment: UNET_DEVICE (first device), UNET_BENCH_SIZE (8),
@@ -41,7 +42,7 @@ typical() { awk -v s="$size" '$1 == s && NF >= 9 { print $5; exit }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 echo "headline: device $dev, $size B RC SEND/RECV half round trip, $iters iterations x $rounds rounds"
-perf=() unet=() raw=() endpoint=() inline=""
+perf=() unet=() raw=() endpoint=() srq=() inline=""
 for r in $(seq 1 "$rounds"); do
   out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F) || { echo "$out"; exit 1; }
   if ! [[ "$(typical <<<"$out")" =~ ^[0-9.]+$ ]]; then  # perftest sometimes prints "inf": once more
@@ -60,13 +61,19 @@ for r in $(seq 1 "$rounds"); do
   out=$(pair "$build/core/examples/unet_pingpong" -d "$dev" -s "$size" -n "$iters" -p "$port") || { echo "$out"; exit 1; }
   [ "$r" -eq 1 ] && echo "$out"
   endpoint+=("$(typical <<<"$out")")
-  for v in "${perf[-1]}" "${unet[-1]}" "${raw[-1]}" "${endpoint[-1]}"; do
+  out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F --use-srq) || { echo "$out"; exit 1; }
+  if ! [[ "$(typical <<<"$out")" =~ ^[0-9.]+$ ]]; then
+    out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F --use-srq) || { echo "$out"; exit 1; }
+  fi
+  srq+=("$(typical <<<"$out")")
+  for v in "${perf[-1]}" "${unet[-1]}" "${raw[-1]}" "${endpoint[-1]}" "${srq[-1]}"; do
     [[ "$v" =~ ^[0-9.]+$ ]] || { echo "headline: a tool printed no usable latency ('$v')"; exit 1; }
   done
-  echo "round $r: t_typical  ib_send_lat ${perf[-1]} us  verbs ${unet[-1]} us  raw verbs ${raw[-1]} us  endpoint ${endpoint[-1]} us"
+  echo "round $r: t_typical  ib_send_lat ${perf[-1]}  raw ${raw[-1]}  verbs ${unet[-1]}  endpoint ${endpoint[-1]}  ib_send_lat --use-srq ${srq[-1]} (us)"
 done
-p=$(median "${perf[@]}") u=$(median "${unet[@]}") w=$(median "${raw[@]}") e=$(median "${endpoint[@]}")
-awk -v p="$p" -v u="$u" -v w="$w" -v e="$e" -v s="$size" -v i="${inline:-0}" 'BEGIN {
+p=$(median "${perf[@]}") u=$(median "${unet[@]}") w=$(median "${raw[@]}") e=$(median "${endpoint[@]}") q=$(median "${srq[@]}")
+awk -v p="$p" -v u="$u" -v w="$w" -v e="$e" -v q="$q" -v s="$size" -v i="${inline:-0}" 'BEGIN {
   printf "headline: %d B RC half round trip (perftest inline %d B), median of rounds:\n", s, i
-  printf "headline:   ib_send_lat %.2f us | raw verbs %.2f us | unet verbs layer %.2f us | U-Net endpoint %.2f us\n", p, w, u, e
-  printf "headline: verbs layer / raw verbs = %.3f   verbs layer / ib_send_lat = %.3f   endpoint / ib_send_lat = %.3f\n", u / w, u / p, e / p }'
+  printf "headline:   ib_send_lat %.2f | raw verbs %.2f | unet verbs layer %.2f | U-Net endpoint %.2f | ib_send_lat --use-srq %.2f (us)\n", p, w, u, e, q
+  printf "headline: verbs layer / raw verbs = %.3f   verbs layer / ib_send_lat = %.3f\n", u / w, u / p
+  printf "headline: endpoint / ib_send_lat = %.3f   endpoint / ib_send_lat --use-srq = %.3f\n", e / p, e / q }'
