@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "device_env.h"
+#include "endpoint_support.h"
 #include "unet/core/emulated_endpoint.h"
 #include "unet/verbs/error.h"
 
@@ -16,13 +16,9 @@ namespace {
 using namespace std::chrono_literals;
 
 EndpointConfig config() {
-  EndpointConfig c;
-  c.device = test::device_name();
-  c.gid_index = test::gid_index();
-  c.buffers = 256;
-  c.free_queue_depth = 192;
+  EndpointConfig c = test::endpoint_config(Transport::kRc, 256);
+  c.free_queue_depth = 192;  // 2000 small messages arrive in bursts
   c.send_queue_depth = 128;
-  c.recv_queue_depth = 256;
   return c;
 }
 
@@ -32,9 +28,7 @@ class Emulated : public ::testing::Test {
     UNET_REQUIRE_DEVICE();
     a_ = std::make_unique<Endpoint>(config());
     b_ = std::make_unique<Endpoint>(config());
-    ChannelOffer oa = a_->offer_channel(), ob = b_->offer_channel();
-    ab_ = a_->accept_offer(oa, ob.local);
-    ba_ = b_->accept_offer(ob, oa.local);
+    std::tie(ab_, ba_) = test::connect_endpoints(*a_, *b_);
     ma_ = std::make_unique<EndpointMux>(*a_);
     mb_ = std::make_unique<EndpointMux>(*b_);
   }

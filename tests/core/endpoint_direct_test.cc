@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "device_env.h"
+#include "endpoint_support.h"
 #include "unet/core/endpoint.h"
 
 namespace unet::core {
@@ -17,14 +17,8 @@ namespace {
 using namespace std::chrono_literals;
 
 EndpointConfig direct_config(std::size_t max_pinned = 64u << 20) {
-  EndpointConfig c;
-  c.device = test::device_name();
-  c.gid_index = test::gid_index();
+  EndpointConfig c = test::endpoint_config(Transport::kRc, 64);
   c.mode = Mode::kDirectAccess;
-  c.buffers = 64;
-  c.free_queue_depth = 32;
-  c.send_queue_depth = 64;
-  c.recv_queue_depth = 64;
   c.max_pinned_bytes = max_pinned;
   return c;
 }
@@ -40,9 +34,7 @@ class Direct : public ::testing::Test {
     UNET_REQUIRE_DEVICE();
     a_ = std::make_unique<Endpoint>(direct_config(pinned_));
     b_ = std::make_unique<Endpoint>(direct_config());
-    ChannelOffer oa = a_->offer_channel(), ob = b_->offer_channel();
-    ab_ = a_->accept_offer(oa, ob.local);
-    ba_ = b_->accept_offer(ob, oa.local);
+    std::tie(ab_, ba_) = test::connect_endpoints(*a_, *b_);
   }
   // Polls both endpoints until a_ reports one completion; fails the test after 30 s.
   OpCompletion wait_completion() {

@@ -8,29 +8,16 @@
 #include <chrono>
 #include <thread>
 
-#include "device_env.h"
+#include "endpoint_support.h"
 #include "unet/core/endpoint.h"
 
 namespace unet::core {
 namespace {
 
+using test::connect_endpoints;
+EndpointConfig rc_config() { return test::endpoint_config(Transport::kRc, 64); }
+
 using namespace std::chrono_literals;
-
-EndpointConfig rc_config() {
-  EndpointConfig c;
-  c.device = test::device_name();
-  c.gid_index = test::gid_index();
-  c.buffers = 64;
-  c.free_queue_depth = 32;
-  c.send_queue_depth = 32;
-  c.recv_queue_depth = 64;
-  return c;
-}
-
-std::pair<ChannelId, ChannelId> connect(Endpoint& a, Endpoint& b) {
-  ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
-  return {a.accept_offer(oa, ob.local), b.accept_offer(ob, oa.local)};
-}
 
 // Sends `count` one-byte messages (values first, first+1, ...) from `ep` on `ch`, `gap` apart,
 // polling `ep` until all are posted and completed.
@@ -48,7 +35,7 @@ void send_later(Endpoint& ep, ChannelId ch, int count, std::uint8_t first, std::
 TEST(EndpointNotify, WaitTimesOutThenWakesOnArrival) {
   UNET_REQUIRE_DEVICE();
   Endpoint a(rc_config()), b(rc_config());
-  auto [ab, ba] = connect(a, b);
+  auto [ab, ba] = connect_endpoints(a, b);
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(b.wait(100ms), Status::kTimeout);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 90ms);
@@ -69,8 +56,8 @@ TEST(EndpointNotify, WaitTimesOutThenWakesOnArrival) {
 TEST(EndpointNotify, OneEpollLoopServesTwoEndpoints) {
   UNET_REQUIRE_DEVICE();
   Endpoint a1(rc_config()), a2(rc_config()), b1(rc_config()), b2(rc_config());
-  auto [c1, r1] = connect(a1, b1);
-  auto [c2, r2] = connect(a2, b2);
+  auto [c1, r1] = connect_endpoints(a1, b1);
+  auto [c2, r2] = connect_endpoints(a2, b2);
   constexpr int kEach = 5;
   int ep = epoll_create1(EPOLL_CLOEXEC);
   ASSERT_GE(ep, 0);
@@ -117,7 +104,7 @@ TEST(EndpointNotify, OneEpollLoopServesTwoEndpoints) {
 TEST(EndpointNotify, UpcallRunsFromPollInsteadOfQueueing) {
   UNET_REQUIRE_DEVICE();
   Endpoint a(rc_config()), b(rc_config());
-  auto [ab, ba] = connect(a, b);
+  auto [ab, ba] = connect_endpoints(a, b);
   std::vector<std::uint8_t> seen;
   b.set_upcall([&, ba = ba](const Descriptor& d) {
     EXPECT_EQ(d.channel, ba);

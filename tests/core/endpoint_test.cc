@@ -6,45 +6,20 @@
 #include <cstring>
 #include <thread>
 
-#include "device_env.h"
+#include "endpoint_support.h"
 #include "unet/core/endpoint.h"
 #include "unet/verbs/error.h"
 
 namespace unet::core {
 namespace {
 
+using test::connect_endpoints;
+using test::wait_receive;
+EndpointConfig config(Transport t) { return test::endpoint_config(t); }
+
 using namespace std::chrono_literals;
 
-EndpointConfig config(Transport t) {
-  EndpointConfig c;
-  c.device = test::device_name();
-  c.gid_index = test::gid_index();
-  c.transport = t;
-  c.buffer_bytes = 4096;
-  c.buffers = 128;
-  c.free_queue_depth = 64;
-  c.send_queue_depth = 64;
-  c.recv_queue_depth = 128;
-  return c;
-}
-
-// Opens a channel between two endpoints of this process (the out-of-band halves swapped directly).
-std::pair<ChannelId, ChannelId> connect(Endpoint& a, Endpoint& b) {
-  ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
-  return {a.accept_offer(oa, ob.local), b.accept_offer(ob, oa.local)};
-}
-
 std::byte pattern(std::uint32_t msg, std::uint32_t i) { return static_cast<std::byte>(msg * 131 + i * 7); }
-
-// Polls both endpoints until `dst` has a descriptor to receive, up to `timeout`.
-bool wait_receive(Endpoint& src, Endpoint& dst, Descriptor& out, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (src.poll() < 0 || dst.poll() < 0) return false;
-    if (dst.receive(out) == Status::kOk) return true;
-  }
-  return false;
-}
 
 class EndpointTest : public ::testing::TestWithParam<Transport> {
  protected:
@@ -52,7 +27,7 @@ class EndpointTest : public ::testing::TestWithParam<Transport> {
     UNET_REQUIRE_DEVICE();
     a_ = std::make_unique<Endpoint>(config(GetParam()));
     b_ = std::make_unique<Endpoint>(config(GetParam()));
-    std::tie(ab_, ba_) = connect(*a_, *b_);
+    std::tie(ab_, ba_) = connect_endpoints(*a_, *b_);
   }
   // Sends message `m` of `len` bytes from a_ to b_ (inline when small), retrying on back-pressure.
   void send(std::uint32_t m, std::uint32_t len) {
@@ -208,7 +183,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, EndpointTest, ::testing::Values(Transport::
 TEST(EndpointUd, UnknownTagIsDroppedAndCounted) {
   UNET_REQUIRE_DEVICE();
   Endpoint a(config(Transport::kUd)), b(config(Transport::kUd)), stranger(config(Transport::kUd));
-  auto [ab, ba] = connect(a, b);
+  auto [ab, ba] = connect_endpoints(a, b);
   // The stranger learns b's address (a UD endpoint's offer is its QP) but b never accepts it.
   ChannelOffer ob = b.offer_channel();
   ChannelOffer os = stranger.offer_channel();
@@ -235,8 +210,8 @@ TEST(EndpointUd, UnknownTagIsDroppedAndCounted) {
 TEST(EndpointRc, TwoChannelsShareOneFreeQueueAndAreDemultiplexed) {
   UNET_REQUIRE_DEVICE();
   Endpoint hub(config(Transport::kRc)), x(config(Transport::kRc)), y(config(Transport::kRc));
-  auto [hx, xh] = connect(hub, x);
-  auto [hy, yh] = connect(hub, y);
+  auto [hx, xh] = connect_endpoints(hub, x);
+  auto [hy, yh] = connect_endpoints(hub, y);
   ASSERT_NE(hx, hy);
   std::byte mx[4] = {std::byte{'x'}}, my[4] = {std::byte{'y'}};
   for (int i = 0; i < 10; ++i) {
@@ -271,8 +246,8 @@ TEST(EndpointRc, PeerFailureFailsOnlyItsChannel) {
   EndpointConfig c = config(Transport::kRc);
   Endpoint hub(c), y(c);
   auto x = std::make_unique<Endpoint>(c);
-  auto [hx, xh] = connect(hub, *x);
-  auto [hy, yh] = connect(hub, y);
+  auto [hx, xh] = connect_endpoints(hub, *x);
+  auto [hy, yh] = connect_endpoints(hub, y);
   x.reset();  // the peer is gone: its QPs are destroyed
   std::byte m[4] = {std::byte{7}};
   for (int i = 0; i < 3; ++i) ASSERT_EQ(hub.send_inline(hx, m), Status::kOk);
@@ -305,8 +280,8 @@ TEST(EndpointRc, PeerFailureFailsOnlyItsChannel) {
 TEST(EndpointRc, ClosingAChannelDoesNotDisturbTheOthers) {
   UNET_REQUIRE_DEVICE();
   Endpoint hub(config(Transport::kRc)), x(config(Transport::kRc)), y(config(Transport::kRc));
-  auto [hx, xh] = connect(hub, x);
-  auto [hy, yh] = connect(hub, y);
+  auto [hx, xh] = connect_endpoints(hub, x);
+  auto [hy, yh] = connect_endpoints(hub, y);
   ASSERT_EQ(hub.close_channel(hx), Status::kOk);
   std::byte m[4] = {std::byte{1}};
   ASSERT_EQ(y.send_inline(yh, m), Status::kOk);

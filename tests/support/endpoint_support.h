@@ -1,0 +1,45 @@
+// Helpers for core/ device tests: an endpoint configuration on the test device, a channel between
+// two endpoints of one process, and a bounded wait for an arrival.
+#pragma once
+
+#include <chrono>
+#include <utility>
+
+#include "device_env.h"
+#include "unet/core/endpoint.h"
+
+namespace unet::test {
+
+// An endpoint on the test device (UNET_DEVICE, UNET_GID_INDEX) with `buffers` 4 KiB buffers, half
+// of them on the free queue, a send queue of 64 and a receive queue of `buffers` descriptors.
+inline core::EndpointConfig endpoint_config(core::Transport t = core::Transport::kRc, std::uint32_t buffers = 128) {
+  core::EndpointConfig c;
+  c.device = device_name();
+  c.gid_index = gid_index();
+  c.transport = t;
+  c.buffer_bytes = 4096;
+  c.buffers = buffers;
+  c.free_queue_depth = buffers / 2;
+  c.send_queue_depth = 64;
+  c.recv_queue_depth = buffers;
+  return c;
+}
+
+// Opens a channel between two endpoints of this process (the out-of-band halves swapped directly).
+inline std::pair<core::ChannelId, core::ChannelId> connect_endpoints(core::Endpoint& a, core::Endpoint& b) {
+  core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
+  return {a.accept_offer(oa, ob.local), b.accept_offer(ob, oa.local)};
+}
+
+// Polls both endpoints until `dst` has an arrival to receive, for at most `timeout`.
+inline bool wait_receive(core::Endpoint& src, core::Endpoint& dst, core::Descriptor& out,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (src.poll() < 0 || dst.poll() < 0) return false;
+    if (dst.receive(out) == Status::kOk) return true;
+  }
+  return false;
+}
+
+}  // namespace unet::test
