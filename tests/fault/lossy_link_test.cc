@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <regex>
 #include <string>
 
 #include "device_env.h"
@@ -31,11 +30,11 @@ std::string run(const std::string& cmd) {
   return out;
 }
 
-// Packets the root qdisc of `dev` has dropped so far.
+// Packets the root qdisc of `dev` has dropped so far ("... (dropped N, overlimits ...)"), or -1.
 long dropped(const std::string& dev) {
-  std::smatch m;
   std::string s = run("tc -s qdisc show dev " + dev);
-  return std::regex_search(s, m, std::regex(R"(dropped (\d+))")) ? std::stol(m[1]) : -1;
+  auto at = s.find("dropped ");
+  return at == std::string::npos ? -1 : std::strtol(s.c_str() + at + 8, nullptr, 10);
 }
 
 struct Side {
