@@ -56,6 +56,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
                                                static_cast<std::uint32_t>(Descriptor::kInlineBytes),
                                                v_->ctx->max_inline_data(qpt)});
   max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
+  // An eighth of the free queue may wait unposted, to be reposted with one doorbell.
+  repost_batch_ = std::clamp<std::uint32_t>(config_.free_queue_depth / 8, 1, kBatch);
 
   // The communication segment: buffers, then (UD) one 64-byte slot per buffer for the GRH.
   segment_bytes_ = std::size_t{config_.buffers} * (config_.buffer_bytes + (ud ? kGrhSlot : 0));

@@ -80,8 +80,9 @@ Status Endpoint::release(BufferId b) noexcept {
 int Endpoint::poll() noexcept {
   int reaped = reap_completions();
   if (reaped < 0) return reaped;
-  int posted = post_pending_sends();
-  int reposted = repost_free_buffers();
+  int posted = send_queue_.empty() ? 0 : post_pending_sends();
+  // Freed buffers go back in batches: one post list per repost_batch_ buffers, not one per message.
+  int reposted = free_queue_.size() < repost_batch_ ? 0 : repost_free_buffers();
   if (posted < 0 || reposted < 0) return -1;
   return reaped + posted + reposted;
 }

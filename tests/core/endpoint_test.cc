@@ -153,8 +153,20 @@ TEST_P(EndpointTest, ReceivedBufferIsTheApplicationsUntilReleasedOnce) {
   std::uint64_t reposts = b_->stats().reposts;
   ASSERT_EQ(b_->release(d.buffer), Status::kOk);
   EXPECT_EQ(b_->release(d.buffer), Status::kInvalidState) << "double release";
+  // Released buffers wait on the free queue and go back in batches of free_queue_depth / 8 (here
+  // 8), one post list per batch.
+  (void)b_->poll();
+  EXPECT_EQ(b_->stats().reposts, reposts) << "a lone released buffer was reposted by itself";
+  for (int i = 1; i < 8; ++i) {  // seven more arrivals, each released
+    BufferId more = kNoBuffer;
+    ASSERT_EQ(a_->acquire_buffer(more), Status::kOk);
+    ASSERT_EQ(a_->send(ab_, more, 1000), Status::kOk);
+    ASSERT_TRUE(wait_receive(*a_, *b_, d));
+    ASSERT_FALSE(d.is_inline());
+    ASSERT_EQ(b_->release(d.buffer), Status::kOk);
+  }
   ASSERT_GT(b_->poll(), 0);
-  EXPECT_EQ(b_->stats().reposts, reposts + 1) << "the released buffer was not reposted";
+  EXPECT_EQ(b_->stats().reposts, reposts + 1) << "eight released buffers should go back with one post list";
   // The sender's buffer comes back once the send completes.
   auto deadline = std::chrono::steady_clock::now() + 5s;
   BufferId again = kNoBuffer;

@@ -235,6 +235,7 @@ class Endpoint {
   EndpointStats stats_;
   std::uint32_t inline_threshold_ = 0;
   std::uint32_t max_message_ = 0;
+  std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
   std::unique_ptr<Verbs> v_;               // device objects (verbs/ types stay out of this header)
   struct FreeSegment {
     void operator()(std::byte* p) const noexcept;
