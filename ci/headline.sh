@@ -37,6 +37,17 @@ pair() {
   return "$rc"
 }
 
+# One ib_send_lat pair with the given extra flags; under TCG it sometimes prints "inf" as its
+# median, and then runs once more.
+perftest() {
+  local out
+  out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F "$@") || { echo "$out"; return 1; }
+  if ! [[ "$(typical <<<"$out")" =~ ^[0-9.]+$ ]]; then
+    out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F "$@") || { echo "$out"; return 1; }
+  fi
+  echo "$out"
+}
+
 # t_typical from a perftest-format latency table: the 5th column of the row for $size.
 typical() { awk -v s="$size" '$1 == s && NF >= 9 { print $5; exit }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -44,10 +55,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 
 echo "headline: device $dev, $size B RC SEND/RECV half round trip, $iters iterations x $rounds rounds"
 perf=() unet=() raw=() endpoint=() srq=() inline=""
 for r in $(seq 1 "$rounds"); do
-  out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F) || { echo "$out"; exit 1; }
-  if ! [[ "$(typical <<<"$out")" =~ ^[0-9.]+$ ]]; then  # perftest sometimes prints "inf": once more
-    out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F) || { echo "$out"; exit 1; }
-  fi
+  out=$(perftest) || { echo "$out"; exit 1; }
   [ "$r" -eq 1 ] && echo "$out"
   perf+=("$(typical <<<"$out")")
   [ -n "$inline" ] || inline=$(sed -nE 's/.*Max inline data *: *([0-9]+).*/\1/p' <<<"$out" | head -n1)
@@ -61,10 +69,7 @@ for r in $(seq 1 "$rounds"); do
   out=$(pair "$build/core/examples/unet_pingpong" -d "$dev" -s "$size" -n "$iters" -p "$port") || { echo "$out"; exit 1; }
   [ "$r" -eq 1 ] && echo "$out"
   endpoint+=("$(typical <<<"$out")")
-  out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F --use-srq) || { echo "$out"; exit 1; }
-  if ! [[ "$(typical <<<"$out")" =~ ^[0-9.]+$ ]]; then
-    out=$(pair ib_send_lat -d "$dev" -s "$size" -n "$iters" -p "$port" -F --use-srq) || { echo "$out"; exit 1; }
-  fi
+  out=$(perftest --use-srq) || { echo "$out"; exit 1; }
   srq+=("$(typical <<<"$out")")
   for v in "${perf[-1]}" "${unet[-1]}" "${raw[-1]}" "${endpoint[-1]}" "${srq[-1]}"; do
     [[ "$v" =~ ^[0-9.]+$ ]] || { echo "headline: a tool printed no usable latency ('$v')"; exit 1; }

@@ -148,7 +148,7 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     ch.lane = add_lane(*ch.qp, id);
     (void)v_->tags.add(ch.qp->qp_num(), id);  // a fresh QP number: cannot clash
   } else {
-    if ((config_.transport == Transport::kUd) && remote.qkey != local.qkey)
+    if (remote.qkey != local.qkey)
       verbs::throw_error("accept_offer", "endpoint", EPROTO, "the peer uses another Q_Key");
     verbs::RemotePort rp;
     rp.lid = remote.lid;

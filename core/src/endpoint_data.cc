@@ -9,11 +9,6 @@
 
 namespace unet::core {
 
-Status Endpoint::check_channel(ChannelId ch) const noexcept {
-  if (ch >= channels_.size()) return Status::kNotFound;
-  return channels_[ch]->state == Channel::State::kOpen ? Status::kOk : Status::kClosed;
-}
-
 Status Endpoint::acquire_buffer(BufferId& out) noexcept { return buffers_.take_spare(out); }
 
 std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
@@ -23,7 +18,7 @@ std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
 
 Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
                              std::uint32_t imm) noexcept {
-  if (Status s = check_channel(ch); s != Status::kOk) return s;
+  if (Status s = channel_status(ch); s != Status::kOk) return s;
   if (!buffers_.valid(b) || length == 0 || length > max_message_) return Status::kInvalidArgument;
   if (buffers_.owner(b) != BufferOwner::kApplication) return Status::kInvalidState;
   Descriptor* d = send_queue_.reserve();
@@ -40,7 +35,7 @@ Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std
 
 Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags,
                              std::uint32_t imm) noexcept {
-  if (Status s = check_channel(ch); s != Status::kOk) return s;
+  if (Status s = channel_status(ch); s != Status::kOk) return s;
   if (payload.empty() || payload.size() > inline_threshold_) return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
@@ -131,7 +126,7 @@ static std::uint32_t inflight_what(const Descriptor& d) noexcept {
 int Endpoint::post_pending_sends() noexcept {
   int done = 0;
   while (Descriptor* first = send_queue_.front()) {
-    if (Status st = check_channel(first->channel); st != Status::kOk) {  // closed or failed meanwhile
+    if (Status st = channel_status(first->channel); st != Status::kOk) {  // closed or failed meanwhile
       const std::uint32_t what = inflight_what(*first);
       send_queue_.pop();
       settle(what, first->channel, Status::kClosed);

@@ -40,7 +40,7 @@ Status Endpoint::revoke(const RemoteToken& token) noexcept {
 Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size_t len,
                          const RemoteToken* token, std::uint64_t offset, std::uint64_t tag) noexcept {
   if (config_.mode != Mode::kDirectAccess) return Status::kInvalidState;
-  if (Status s = check_channel(ch); s != Status::kOk) return s;
+  if (Status s = channel_status(ch); s != Status::kOk) return s;
   if (!local || len == 0) return Status::kInvalidArgument;
   if (kind == OpKind::kSend) {
     if (len > max_message_) return Status::kInvalidArgument;

@@ -213,7 +213,6 @@ class Endpoint {
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
   ChannelId adopt_cm(std::unique_ptr<verbs::CmConnection> conn);
   verbs::QpConfig rc_qp_config() const;
-  Status check_channel(ChannelId ch) const noexcept;
   Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags, std::uint32_t imm) noexcept;
   Status push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags, std::uint32_t imm) noexcept;
   int post_pending_sends() noexcept;
