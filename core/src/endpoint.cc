@@ -93,6 +93,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
     v_->grants.resize(config_.max_grants);
   }
 
+  prepare_post_lists();
   // Fill the free queue; the first poll() (or this) posts it.
   for (std::uint32_t i = 0; i < config_.free_queue_depth; ++i) {
     BufferId b = kNoBuffer;
@@ -228,11 +229,6 @@ ChannelId Endpoint::adopt_cm(std::unique_ptr<verbs::CmConnection> conn) {
   ch->state = Channel::State::kOpen;
   channels_.push_back(std::move(ch));
   return id;
-}
-
-Status Endpoint::channel_status(ChannelId id) const noexcept {
-  if (id >= channels_.size()) return Status::kNotFound;
-  return channels_[id]->state == Channel::State::kOpen ? Status::kOk : Status::kClosed;
 }
 
 }  // namespace unet::core

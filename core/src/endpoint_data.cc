@@ -73,23 +73,29 @@ Status Endpoint::release(BufferId b) noexcept {
 }
 
 int Endpoint::poll() noexcept {
-  int reaped = reap_completions();
-  if (reaped < 0) return reaped;
+  // Sends first: a message pushed since the last call goes out before anything else is done, and
+  // what the application does after its send (wait for the reply) is the completion poll below.
   int posted = send_queue_.empty() ? 0 : post_pending_sends();
+  int reaped = reap_completions();
   // Freed buffers go back in batches: one post list per repost_batch_ buffers, not one per message.
   int reposted = free_queue_.size() < repost_batch_ ? 0 : repost_free_buffers();
-  if (posted < 0 || reposted < 0) return -1;
+  if (posted < 0 || reaped < 0 || reposted < 0) return -1;
   return reaped + posted + reposted;
 }
 
-// Builds the WR for send-queue descriptor `d` into slot n of the post list.
+Status Endpoint::channel_status(ChannelId id) const noexcept {
+  if (id >= channels_.size()) return Status::kNotFound;
+  return channels_[id]->state == Channel::State::kOpen ? Status::kOk : Status::kClosed;
+}
+
+// Builds the WR for send-queue descriptor `d` into slot n of the post list. The slots' sg_list
+// and num_sge are set once (prepare_post_lists); every other field a send reads is written here.
 void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept {
   ibv_send_wr& w = v_->swr[n];
   ibv_sge& s = v_->ssge[n];
-  w = {};
-  w.sg_list = &s;
-  w.num_sge = 1;
+  w.next = nullptr;
   w.opcode = IBV_WR_SEND;
+  w.send_flags = 0;
   if (d.flags & Descriptor::kOp) {
     const Op& op = v_->ops[d.buffer];
     s = {op.local, op.length, op.lkey};
@@ -102,7 +108,8 @@ void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexc
     s = {reinterpret_cast<std::uint64_t>(d.data), d.length, 0};
     w.send_flags = IBV_SEND_INLINE;
   } else {
-    s = {reinterpret_cast<std::uint64_t>(buffer(d.buffer).data()), d.length, v_->mr->lkey()};
+    s = {reinterpret_cast<std::uint64_t>(segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes), d.length,
+         v_->mr->lkey()};
   }
   if (d.flags & Descriptor::kImm) {
     w.opcode = IBV_WR_SEND_WITH_IMM;
@@ -125,46 +132,54 @@ static std::uint32_t inflight_what(const Descriptor& d) noexcept {
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
 int Endpoint::post_pending_sends() noexcept {
   int done = 0;
-  while (Descriptor* first = send_queue_.front()) {
-    if (Status st = channel_status(first->channel); st != Status::kOk) {  // closed or failed meanwhile
-      const std::uint32_t what = inflight_what(*first);
+  std::uint32_t pending = send_queue_.size();  // one thread produces and consumes: exact
+  while (pending > 0) {
+    Descriptor& first = send_queue_.at(0);
+    Channel* fc = first.channel < channels_.size() ? channels_[first.channel].get() : nullptr;
+    if (!fc || fc->state != Channel::State::kOpen) {  // closed or failed since it was pushed
+      const std::uint32_t what = inflight_what(first);
+      const ChannelId ch = first.channel;
       send_queue_.pop();
-      settle(what, first->channel, Status::kClosed);
+      --pending;
+      settle(what, ch, Status::kClosed);
       ++done;
       continue;
     }
-    Channel& ch = *channels_[first->channel];
-    const std::uint32_t lane_id = ch.lane;
+    const std::uint32_t lane_id = fc->lane;
     Lane& lane = *lanes_[lane_id];
+    const std::uint32_t limit = std::min({pending, kBatch, lane.depth - lane.inflight.size()});
     std::uint32_t n = 0;
-    while (n < kBatch && n < send_queue_.size() && lane.inflight.size() < lane.depth) {
+    for (Channel* c = fc; n < limit; ++n) {
       Descriptor& d = send_queue_.at(n);
-      if (d.channel >= channels_.size() || channels_[d.channel]->lane != lane_id ||
-          channels_[d.channel]->state != Channel::State::kOpen)
-        break;
-      build_wr(d, *channels_[d.channel], n);
+      if (n > 0) {  // the list continues while descriptors go to the same open QP
+        c = d.channel < channels_.size() ? channels_[d.channel].get() : nullptr;
+        if (!c || c->lane != lane_id || c->state != Channel::State::kOpen) break;
+      }
+      build_wr(d, *c, n);
       ibv_send_wr& w = v_->swr[n];
       const std::uint32_t seq = lane.next_seq++;
       (void)lane.inflight.push({seq, inflight_what(d)});
-      ++lane.unsignaled;
-      // Selective signaling: every `interval`-th send; every direct-access op (its caller waits
-      // for it); and the last of a batch when it holds a buffer (so buffers come back when traffic
-      // stops) or when the send queue is nearly full.
-      bool last = n + 1 == kBatch || n + 1 == send_queue_.size();
-      bool signal = lane.unsignaled == lane.interval || (d.flags & Descriptor::kOp) ||
-                    (last && (!d.is_inline() || lane.inflight.size() + lane.interval >= lane.depth));
-      if (signal) {
+      // Selective signaling: every `interval`-th send and every direct-access op (its caller
+      // waits for it) ...
+      if (++lane.unsignaled == lane.interval || (d.flags & Descriptor::kOp)) {
         w.send_flags |= IBV_SEND_SIGNALED;
         lane.unsignaled = 0;
       }
       w.wr_id = send_wr_id(lane_id, seq);
       if (n > 0) v_->swr[n - 1].next = &w;
       if (d.is_inline()) ++stats_.inline_sent;
-      ++n;
     }
     if (n == 0) break;  // this QP's send queue is full: wait for completions
+    // ... and the last of the list when it holds a buffer (so buffers come back when traffic
+    // stops) or when the QP's send queue is nearly full.
+    if (lane.unsignaled != 0 && (send_queue_.at(n - 1).buffer != kNoBuffer ||
+                                 lane.inflight.size() + lane.interval >= lane.depth)) {
+      v_->swr[n - 1].send_flags |= IBV_SEND_SIGNALED;
+      lane.unsignaled = 0;
+    }
     ++stats_.doorbells;
     send_queue_.pop(n);
+    pending -= n;
     if (lane.qp->post_send(v_->swr[0]) != Status::kOk) {
       // The provider refused the list (part of it may be posted): stop the QP so everything
       // flushes, and report every in-flight send of the lane as flushed — none is known done.
@@ -209,12 +224,17 @@ void Endpoint::retire_one(Lane& lane, Status status) noexcept {
   if (lane.inflight.pop_into(f)) settle(f.what, lane.channel, status);
 }
 
-// Retires every in-flight send of `lane` up to and including sequence number `seq`.
+// Retires every in-flight send of `lane` up to and including sequence number `seq`. Inline sends
+// that succeeded hold nothing: they leave the ring in one step with the rest.
 void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept {
-  while (InFlight* f = lane.inflight.front()) {
-    if (!seq_le(f->seq, seq)) break;
-    retire_one(lane, status);
+  const std::uint32_t size = lane.inflight.size();
+  std::uint32_t n = 0;
+  for (; n < size; ++n) {
+    const InFlight& f = lane.inflight.at(n);
+    if (!seq_le(f.seq, seq)) break;
+    if (f.what != kNoBuffer || status != Status::kOk) settle(f.what, lane.channel, status);
   }
+  lane.inflight.pop(n);
 }
 
 // Send `seq` of `lane` failed with `status`: the sends before it completed, the ones after it are
@@ -238,73 +258,105 @@ void Endpoint::abort_lane(Lane& lane, Status status) noexcept {
 int Endpoint::reap_completions() noexcept {
   std::size_t n = 0;
   if (v_->cq->poll(v_->wc, n) != Status::kOk) return -1;
-  const bool ud = config_.transport == Transport::kUd;
   for (std::size_t i = 0; i < n; ++i) {
-    const verbs::WorkCompletion& wc = v_->wc[i];
-    const bool ok = wc.status == IBV_WC_SUCCESS;
-    if (wc.wr_id & kSendBit) {
-      Lane& lane = *lanes_[(wc.wr_id & ~kSendBit) >> 32];
-      const auto seq = static_cast<std::uint32_t>(wc.wr_id);
-      if (lane.failed) continue;  // flushes after the failure was handled
-      if (ok)
-        retire_through(lane, seq, Status::kOk);
-      else
-        fail_lane(lane, seq, verbs::to_status(wc.status));
-      continue;
-    }
-    // An arrival in buffer b: free queue -> endpoint; it goes to the application or back.
-    const BufferId b = static_cast<BufferId>(wc.wr_id);
-    (void)buffers_.arrived(b);
-    ChannelId ch = kNoChannel;
-    std::uint32_t len = 0;
-    if (ok) {
-      if (ud) {
-        const auto* grh = reinterpret_cast<const std::uint8_t*>(
-            segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes + std::size_t{b} * kGrhSlot);
-        ch = v_->tags.find(UdTag{wc.src_qp, verbs::grh_source_gid(grh)});
-        len = wc.byte_len >= verbs::kGrhBytes ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes) : 0;
-      } else {
-        ch = v_->tags.find(wc.qp_num);
-        len = wc.byte_len;
-      }
-      if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
-      if (ch == kNoChannel) ++stats_.unknown_tag_drops;
-    }
-    Descriptor up;  // the upcall's descriptor lives here, not in the receive queue
-    Descriptor* d = ch == kNoChannel ? nullptr : upcall_ ? &up : recv_queue_.reserve();
-    if (ch != kNoChannel && !d) ++stats_.recv_overflow_drops;
-    if (!d) {  // dropped (unknown tag, full receive queue) or failed: straight back to the free queue
-      (void)release(b);
-      continue;
-    }
-    d->channel = ch;
-    d->length = len;
-    d->imm = wc.wc_flags & IBV_WC_WITH_IMM ? be32toh(wc.imm_data) : 0;
-    const std::uint16_t imm_flag = wc.wc_flags & IBV_WC_WITH_IMM ? Descriptor::kImm : 0;
-    if (len <= inline_threshold_) {  // small: copy into the descriptor, recycle the buffer now
-      std::memcpy(d->data, buffer(b).data(), len);
-      d->flags = Descriptor::kInline | imm_flag;
-      d->buffer = kNoBuffer;
-      (void)release(b);
-      ++stats_.inline_received;
-    } else {
-      d->flags = imm_flag;
-      d->buffer = b;
-    }
-    if (upcall_) {
-      ++stats_.upcalls;
-      upcall_(*d);
-    } else {
-      recv_queue_.commit();
-      ++stats_.received;
-    }
+    if (v_->wc[i].wr_id & kSendBit)
+      send_completed(i);
+    else
+      arrived(i);
   }
   return static_cast<int>(n);
+}
+
+// A signaled send completed (or failed): retire it and the unsignaled ones before it.
+void Endpoint::send_completed(std::size_t i) noexcept {
+  const verbs::WorkCompletion& wc = v_->wc[i];
+  Lane& lane = *lanes_[(wc.wr_id & ~kSendBit) >> 32];
+  const auto seq = static_cast<std::uint32_t>(wc.wr_id);
+  if (lane.failed) return;  // flushes after the failure was handled
+  if (wc.status == IBV_WC_SUCCESS)
+    retire_through(lane, seq, Status::kOk);
+  else
+    fail_lane(lane, seq, verbs::to_status(wc.status));
+}
+
+// An arrival in buffer b: free queue -> endpoint; it goes to the application or back.
+void Endpoint::arrived(std::size_t i) noexcept {
+  const verbs::WorkCompletion& wc = v_->wc[i];
+  const BufferId b = static_cast<BufferId>(wc.wr_id);
+  (void)buffers_.arrived(b);
+  ChannelId ch = kNoChannel;
+  std::uint32_t len = 0;
+  if (wc.status == IBV_WC_SUCCESS) {
+    if (config_.transport == Transport::kUd) {
+      const auto* grh = reinterpret_cast<const std::uint8_t*>(
+          segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes + std::size_t{b} * kGrhSlot);
+      ch = v_->tags.find(UdTag{wc.src_qp, verbs::grh_source_gid(grh)});
+      len = wc.byte_len >= verbs::kGrhBytes ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes) : 0;
+    } else {
+      ch = v_->tags.find(wc.qp_num);
+      len = wc.byte_len;
+    }
+    if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
+    if (ch == kNoChannel) ++stats_.unknown_tag_drops;
+  }
+  Descriptor up;  // the upcall's descriptor lives here, not in the receive queue
+  Descriptor* d = ch == kNoChannel ? nullptr : upcall_ ? &up : recv_queue_.reserve();
+  if (ch != kNoChannel && !d) ++stats_.recv_overflow_drops;
+  if (!d) {  // dropped (unknown tag, full receive queue) or failed: straight back to the free queue
+    (void)release(b);
+    return;
+  }
+  d->channel = ch;
+  const bool imm = wc.wc_flags & IBV_WC_WITH_IMM;
+  d->imm = imm ? be32toh(wc.imm_data) : 0;
+  const std::uint16_t imm_flag = imm ? Descriptor::kImm : 0;
+  d->length = len;
+  if (len <= inline_threshold_) {  // small: copy into the descriptor, recycle the buffer now
+    std::memcpy(d->data, segment_.get() + std::size_t{b} * config_.buffer_bytes, len);
+    d->flags = Descriptor::kInline | imm_flag;
+    d->buffer = kNoBuffer;
+    (void)release(b);
+    ++stats_.inline_received;
+  } else {
+    d->flags = imm_flag;
+    d->buffer = b;
+  }
+  if (upcall_) {
+    ++stats_.upcalls;
+    upcall_(*d);
+  } else {
+    recv_queue_.commit();
+    ++stats_.received;
+  }
+}
+
+// Sets the post lists' fixed fields once: each WR's scatter list and, for receives, the lengths
+// and key of its entries. The data path then writes only what changes per message.
+void Endpoint::prepare_post_lists() noexcept {
+  const bool ud = config_.transport == Transport::kUd;
+  for (std::uint32_t i = 0; i < kBatch; ++i) {
+    v_->swr[i] = {};
+    v_->swr[i].sg_list = &v_->ssge[i];
+    v_->swr[i].num_sge = 1;
+    ibv_sge* s = v_->rsge[i];
+    v_->rwr[i] = {};
+    v_->rwr[i].sg_list = s;
+    if (ud) {
+      s[0] = {0, static_cast<std::uint32_t>(verbs::kGrhBytes), v_->mr->lkey()};
+      s[1] = {0, config_.buffer_bytes, v_->mr->lkey()};
+      v_->rwr[i].num_sge = 2;
+    } else {
+      s[0] = {0, config_.buffer_bytes, v_->mr->lkey()};
+      v_->rwr[i].num_sge = 1;
+    }
+  }
 }
 
 // Posts the free queue's buffers as receives, one post list per batch.
 int Endpoint::repost_free_buffers() noexcept {
   const bool ud = config_.transport == Transport::kUd;
+  std::byte* const data = segment_.get();
+  std::byte* const grh = data + std::size_t{config_.buffers} * config_.buffer_bytes;
   int done = 0;
   while (!free_queue_.empty()) {
     std::uint32_t n = std::min<std::uint32_t>(free_queue_.size(), kBatch);
@@ -312,21 +364,15 @@ int Endpoint::repost_free_buffers() noexcept {
       BufferId b = free_queue_.at(i);
       ibv_recv_wr& w = v_->rwr[i];
       ibv_sge* s = v_->rsge[i];
-      w = {};
       w.wr_id = b;
-      std::byte* data = segment_.get() + std::size_t{b} * config_.buffer_bytes;
+      w.next = i + 1 < n ? &v_->rwr[i + 1] : nullptr;
+      const auto buf = reinterpret_cast<std::uint64_t>(data + std::size_t{b} * config_.buffer_bytes);
       if (ud) {
-        std::byte* grh = segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes +
-                         std::size_t{b} * kGrhSlot;
-        s[0] = {reinterpret_cast<std::uint64_t>(grh), static_cast<std::uint32_t>(verbs::kGrhBytes), v_->mr->lkey()};
-        s[1] = {reinterpret_cast<std::uint64_t>(data), config_.buffer_bytes, v_->mr->lkey()};
-        w.num_sge = 2;
+        s[0].addr = reinterpret_cast<std::uint64_t>(grh + std::size_t{b} * kGrhSlot);
+        s[1].addr = buf;
       } else {
-        s[0] = {reinterpret_cast<std::uint64_t>(data), config_.buffer_bytes, v_->mr->lkey()};
-        w.num_sge = 1;
+        s[0].addr = buf;
       }
-      w.sg_list = s;
-      if (i > 0) v_->rwr[i - 1].next = &w;
     }
     Status st = ud ? v_->ud_qp->post_recv(v_->rwr[0]) : v_->srq->post_recv(v_->rwr[0]);
     if (st != Status::kOk) return -1;

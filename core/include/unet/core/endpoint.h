@@ -217,7 +217,11 @@ class Endpoint {
   Status push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags, std::uint32_t imm) noexcept;
   int post_pending_sends() noexcept;
   int reap_completions() noexcept;
+  // Handle completion i of the batch reap_completions() just polled.
+  void send_completed(std::size_t i) noexcept;
+  void arrived(std::size_t i) noexcept;
   int repost_free_buffers() noexcept;
+  void prepare_post_lists() noexcept;
   struct InFlight;
   void retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void retire_one(Lane& lane, Status status) noexcept;
