@@ -24,11 +24,7 @@ Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
   (void)buffers_.queue_send(b);
-  d->channel = ch;
-  d->length = length;
-  d->buffer = b;
-  d->flags = flags;
-  d->imm = imm;
+  compose_buffer(*d, ch, b, length, flags, imm);
   send_queue_.commit();
   return Status::kOk;
 }
@@ -39,12 +35,7 @@ Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload, s
   if (payload.empty() || payload.size() > inline_threshold_) return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
-  d->channel = ch;
-  d->length = static_cast<std::uint32_t>(payload.size());
-  d->buffer = kNoBuffer;
-  d->flags = flags | Descriptor::kInline;
-  d->imm = imm;
-  std::memcpy(d->data, payload.data(), payload.size());
+  compose_inline(*d, ch, payload, flags, imm);
   send_queue_.commit();
   return Status::kOk;
 }
@@ -90,14 +81,15 @@ Status Endpoint::channel_status(ChannelId id) const noexcept {
 
 // Builds the WR for send-queue descriptor `d` into slot n of the post list. The slots' sg_list
 // and num_sge are set once (prepare_post_lists); every other field a send reads is written here.
-void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept {
-  ibv_send_wr& w = v_->swr[n];
-  ibv_sge& s = v_->ssge[n];
+inline void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept {
+  Verbs& v = *v_;
+  ibv_send_wr& w = v.swr[n];
+  ibv_sge& s = v.ssge[n];
   w.next = nullptr;
   w.opcode = IBV_WR_SEND;
   w.send_flags = 0;
   if (d.flags & Descriptor::kOp) {
-    const Op& op = v_->ops[d.buffer];
+    const Op& op = v.ops[d.buffer];
     s = {op.local, op.length, op.lkey};
     if (op.kind != OpKind::kSend) {
       w.opcode = op.kind == OpKind::kWrite ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
@@ -109,7 +101,7 @@ void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexc
     w.send_flags = IBV_SEND_INLINE;
   } else {
     s = {reinterpret_cast<std::uint64_t>(segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes), d.length,
-         v_->mr->lkey()};
+         v.mr->lkey()};
   }
   if (d.flags & Descriptor::kImm) {
     w.opcode = IBV_WR_SEND_WITH_IMM;
@@ -131,6 +123,7 @@ static std::uint32_t inflight_what(const Descriptor& d) noexcept {
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
 int Endpoint::post_pending_sends() noexcept {
+  Verbs& v = *v_;
   int done = 0;
   std::uint32_t pending = send_queue_.size();  // one thread produces and consumes: exact
   while (pending > 0) {
@@ -147,7 +140,7 @@ int Endpoint::post_pending_sends() noexcept {
     }
     const std::uint32_t lane_id = fc->lane;
     Lane& lane = *lanes_[lane_id];
-    const std::uint32_t limit = std::min({pending, kBatch, lane.depth - lane.inflight.size()});
+    const std::uint32_t limit = std::min({pending, kBatch, lane.depth - lane.in_flight()});
     std::uint32_t n = 0;
     for (Channel* c = fc; n < limit; ++n) {
       Descriptor& d = send_queue_.at(n);
@@ -156,9 +149,8 @@ int Endpoint::post_pending_sends() noexcept {
         if (!c || c->lane != lane_id || c->state != Channel::State::kOpen) break;
       }
       build_wr(d, *c, n);
-      ibv_send_wr& w = v_->swr[n];
-      const std::uint32_t seq = lane.next_seq++;
-      (void)lane.inflight.push({seq, inflight_what(d)});
+      ibv_send_wr& w = v.swr[n];
+      const std::uint32_t seq = lane.track(inflight_what(d));
       // Selective signaling: every `interval`-th send and every direct-access op (its caller
       // waits for it) ...
       if (++lane.unsignaled == lane.interval || (d.flags & Descriptor::kOp)) {
@@ -166,21 +158,21 @@ int Endpoint::post_pending_sends() noexcept {
         lane.unsignaled = 0;
       }
       w.wr_id = send_wr_id(lane_id, seq);
-      if (n > 0) v_->swr[n - 1].next = &w;
+      if (n > 0) v.swr[n - 1].next = &w;
       if (d.is_inline()) ++stats_.inline_sent;
     }
     if (n == 0) break;  // this QP's send queue is full: wait for completions
     // ... and the last of the list when it holds a buffer (so buffers come back when traffic
     // stops) or when the QP's send queue is nearly full.
     if (lane.unsignaled != 0 && (send_queue_.at(n - 1).buffer != kNoBuffer ||
-                                 lane.inflight.size() + lane.interval >= lane.depth)) {
-      v_->swr[n - 1].send_flags |= IBV_SEND_SIGNALED;
+                                 lane.in_flight() + lane.interval >= lane.depth)) {
+      v.swr[n - 1].send_flags |= IBV_SEND_SIGNALED;
       lane.unsignaled = 0;
     }
     ++stats_.doorbells;
     send_queue_.pop(n);
     pending -= n;
-    if (lane.qp->post_send(v_->swr[0]) != Status::kOk) {
+    if (lane.qp->post_send(v.swr[0]) != Status::kOk) {
       // The provider refused the list (part of it may be posted): stop the QP so everything
       // flushes, and report every in-flight send of the lane as flushed — none is known done.
       try {
@@ -220,28 +212,24 @@ void Endpoint::settle(std::uint32_t what, ChannelId ch, Status status) noexcept 
 
 // Retires the oldest in-flight send of `lane` with `status`.
 void Endpoint::retire_one(Lane& lane, Status status) noexcept {
-  InFlight f;
-  if (lane.inflight.pop_into(f)) settle(f.what, lane.channel, status);
+  if (lane.in_flight() > 0) settle(lane.retire_oldest(), lane.channel, status);
 }
 
 // Retires every in-flight send of `lane` up to and including sequence number `seq`. Inline sends
-// that succeeded hold nothing: they leave the ring in one step with the rest.
+// that succeeded hold nothing: retiring them is counting.
 void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept {
-  const std::uint32_t size = lane.inflight.size();
-  std::uint32_t n = 0;
-  for (; n < size; ++n) {
-    const InFlight& f = lane.inflight.at(n);
-    if (!seq_le(f.seq, seq)) break;
-    if (f.what != kNoBuffer || status != Status::kOk) settle(f.what, lane.channel, status);
+  if (!seq_le(lane.oldest, seq)) return;  // retired already
+  for (std::uint32_t n = std::min(seq - lane.oldest + 1, lane.in_flight()); n > 0; --n) {
+    const std::uint32_t what = lane.retire_oldest();
+    if (what != kNoBuffer || status != Status::kOk) settle(what, lane.channel, status);
   }
-  lane.inflight.pop(n);
 }
 
 // Send `seq` of `lane` failed with `status`: the sends before it completed, the ones after it are
 // flushed; its channel (RC) fails, so later sends on it are refused with kClosed.
 void Endpoint::fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept {
   retire_through(lane, seq - 1, Status::kOk);
-  if (lane.inflight.front() && lane.inflight.front()->seq == seq) retire_one(lane, status);
+  if (lane.in_flight() > 0 && lane.oldest == seq) retire_one(lane, status);
   abort_lane(lane, Status::kFlushed);
 }
 
@@ -249,7 +237,7 @@ void Endpoint::fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept 
 // (RC) fails.
 void Endpoint::abort_lane(Lane& lane, Status status) noexcept {
   lane.failed = true;
-  while (!lane.inflight.empty()) retire_one(lane, status);
+  while (lane.in_flight() > 0) retire_one(lane, status);
   lane.unsignaled = 0;
   if (lane.channel != kNoChannel && channels_[lane.channel]->state == Channel::State::kOpen)
     channels_[lane.channel]->state = Channel::State::kFailed;

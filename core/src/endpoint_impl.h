@@ -1,6 +1,7 @@
 // Endpoint internals shared by endpoint.cc (set-up) and endpoint_data.cc (data path).
 #pragma once
 
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -35,13 +36,9 @@ constexpr std::uint64_t send_wr_id(std::uint32_t lane, std::uint32_t seq) noexce
 // Sequence numbers wrap: a is at or before b.
 constexpr bool seq_le(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) <= 0; }
 
-// An in-flight send: its sequence number and what it holds — a buffer, kNoBuffer (inline), or
-// kOpBit | an op slot (direct-access operation).
+// What an in-flight send holds: a buffer, kNoBuffer (inline), or kOpBit | an op slot
+// (direct-access operation).
 inline constexpr std::uint32_t kOpBit = 1u << 31;
-struct Endpoint::InFlight {
-  std::uint32_t seq = 0;
-  std::uint32_t what = kNoBuffer;
-};
 
 // Registrations for the cache: one verbs MR per cached range, local access only.
 struct MrRegistrar {
@@ -111,16 +108,30 @@ struct Endpoint::Channel {
 };
 
 // One send queue of the device: its in-flight sends in order, and its signaling state.
+// Sequence numbers are consecutive, so the in-flight sends are [oldest, next_seq) and what each
+// holds sits at seq & mask: tracking a send is one store, retiring one a load.
 struct Endpoint::Lane {
-  Lane(verbs::QueuePair& q, ChannelId c, std::uint32_t d) : qp(&q), channel(c), depth(d), inflight(d) {}
-  std::uint32_t next_seq = 0;
+  Lane(verbs::QueuePair& q, ChannelId c, std::uint32_t d)
+      : qp(&q), channel(c), depth(d), mask(std::bit_ceil(d) - 1), held(std::make_unique<std::uint32_t[]>(mask + 1)) {}
+  std::uint32_t in_flight() const noexcept { return next_seq - oldest; }
+  // Records what the send about to be posted holds; returns its sequence number.
+  std::uint32_t track(std::uint32_t what) noexcept {
+    held[next_seq & mask] = what;
+    return next_seq++;
+  }
+  // What the oldest in-flight send holds; it is retired (in_flight() > 0).
+  std::uint32_t retire_oldest() noexcept { return held[oldest++ & mask]; }
+
+  std::uint32_t next_seq = 0;  // of the next send posted
+  std::uint32_t oldest = 0;    // of the oldest send not retired (== next_seq: none)
   verbs::QueuePair* qp;
   ChannelId channel;        // RC: the channel owning the QP; UD: kNoChannel
-  std::uint32_t depth;      // the QP's send queue depth
+  std::uint32_t depth;      // the QP's send queue depth: in_flight() <= depth
   std::uint32_t interval = 1;
   std::uint32_t unsignaled = 0;  // posted since the last signaled send
   bool failed = false;
-  DescriptorRing<InFlight> inflight;  // posted, unretired sends, oldest first
+  std::uint32_t mask;
+  std::unique_ptr<std::uint32_t[]> held;
 };
 
 }  // namespace unet::core

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 namespace unet::core {
@@ -40,5 +41,27 @@ struct alignas(64) Descriptor {
 };
 
 static_assert(sizeof(Descriptor) == 64, "a descriptor is one cache line");
+
+// Composes a send descriptor carrying `payload` inside itself (payload.size() <= kInlineBytes,
+// checked by the caller). The endpoint's send_inline() does exactly this in its send-queue slot.
+inline void compose_inline(Descriptor& d, ChannelId ch, std::span<const std::byte> payload,
+                           std::uint16_t flags, std::uint32_t imm) noexcept {
+  d.channel = ch;
+  d.length = static_cast<std::uint32_t>(payload.size());
+  d.buffer = kNoBuffer;
+  d.flags = flags | Descriptor::kInline;
+  d.imm = imm;
+  std::memcpy(d.data, payload.data(), payload.size());
+}
+
+// Composes a send descriptor naming segment buffer `b` (the endpoint's send() path).
+inline void compose_buffer(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
+                           std::uint32_t imm) noexcept {
+  d.channel = ch;
+  d.length = length;
+  d.buffer = b;
+  d.flags = flags;
+  d.imm = imm;
+}
 
 }  // namespace unet::core

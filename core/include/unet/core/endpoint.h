@@ -222,7 +222,6 @@ class Endpoint {
   void arrived(std::size_t i) noexcept;
   int repost_free_buffers() noexcept;
   void prepare_post_lists() noexcept;
-  struct InFlight;
   void retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void retire_one(Lane& lane, Status status) noexcept;
   Status push_op(ChannelId ch, OpKind kind, const void* local, std::size_t len,
