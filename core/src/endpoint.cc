@@ -176,14 +176,29 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
   if (verbs::QueuePair* qp = ch.rc_qp()) {
     (void)v_->tags.remove(qp->qp_num());
     try {
-      qp->to_error();  // posted sends flush; they are retired as errors
-    } catch (const verbs::Error&) {
-      return Status::kDeviceError;
+      if (ch.cm)
+        ch.cm->disconnect(config_.disconnect_timeout);  // the QP goes to ERROR; the peer is told
+      else
+        qp->to_error();  // posted sends flush; they are retired as errors
+    } catch (const verbs::Error& e) {
+      return e.error_number() == ETIMEDOUT ? Status::kTimeout : Status::kDeviceError;
     }
   } else {
     (void)v_->tags.remove(ch.peer);
   }
   return Status::kOk;
+}
+
+int Endpoint::service_channels() noexcept {
+  int closed = 0;
+  for (auto& ch : channels_) {
+    if (!ch->cm || ch->state == Channel::State::kClosed) continue;
+    if (ch->cm->wait_disconnected(std::chrono::milliseconds(0)) != Status::kOk) continue;
+    (void)v_->tags.remove(ch->cm->qp().qp_num());  // the QP is in ERROR: its sends flush
+    ch->state = Channel::State::kClosed;
+    ++closed;
+  }
+  return closed;
 }
 
 verbs::QpConfig Endpoint::rc_qp_config() const {

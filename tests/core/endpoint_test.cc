@@ -333,6 +333,23 @@ TEST(EndpointRc, ChannelsThroughRdmaCm) {
   ASSERT_TRUE(wait_receive(server, client, d));
   EXPECT_EQ(d.channel, cc);
   EXPECT_EQ(d.data[0], std::byte{'s'});
+  // Closing an rdma_cm channel disconnects it: the server, serving its channels, answers and
+  // closes its end; later sends on either side are refused, and a second close says so.
+  int peer_closed = 0;
+  std::thread server_side([&] {  // the server is used by this thread only until the join
+    for (auto end = std::chrono::steady_clock::now() + 10s; !peer_closed && std::chrono::steady_clock::now() < end;) {
+      (void)server.poll();
+      peer_closed = server.service_channels();
+    }
+  });
+  EXPECT_EQ(client.close_channel(cc), Status::kOk);
+  server_side.join();
+  EXPECT_EQ(peer_closed, 1);
+  EXPECT_EQ(server.channel_status(sc), Status::kClosed);
+  EXPECT_EQ(server.send_inline(sc, m), Status::kClosed);
+  EXPECT_EQ(client.send_inline(cc, m), Status::kClosed);
+  EXPECT_EQ(client.close_channel(cc), Status::kClosed);
+  EXPECT_EQ(server.service_channels(), 0);
   // Nothing listening: connect fails within its timeout, with an error naming rdma_cm.
   Endpoint lonely(config(Transport::kRc));
   EXPECT_THROW((void)lonely.connect_cm(addr, static_cast<std::uint16_t>(port + 1), 2s), verbs::Error);

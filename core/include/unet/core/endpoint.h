@@ -74,6 +74,8 @@ struct EndpointConfig {
   // (retry_count + 1): 0.47 s with the defaults. retry_count 7 would mean "forever" on rxe.
   std::uint8_t ack_timeout = 14;
   std::uint8_t retry_count = 6;
+  // rdma_cm channels: how long close_channel() waits for the disconnect to complete.
+  std::chrono::milliseconds disconnect_timeout{2000};
   // Direct-access mode:
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
   std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight
@@ -138,7 +140,14 @@ class Endpoint {
   ChannelId accept_cm(std::chrono::milliseconds timeout);
   ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout);
   // Closes a channel: later sends on it fail with kClosed and its arrivals are dropped as unknown.
+  // An rdma_cm channel is also disconnected, so its peer sees the close; kTimeout when that took
+  // longer than config().disconnect_timeout (the channel is closed all the same).
   Status close_channel(ChannelId ch) noexcept;
+  // Control-path progress for rdma_cm channels (not done by poll(), which makes no system call):
+  // a peer's disconnect is answered and its channel closed, so a peer's close_channel() completes
+  // and later sends here fail with kClosed. Call it now and then, e.g. when poll() was idle.
+  // Returns how many channels the peers closed.
+  int service_channels() noexcept;
   // kOk for an open channel, kClosed for a closed or failed one, kNotFound for no such channel.
   Status channel_status(ChannelId ch) const noexcept;
 
