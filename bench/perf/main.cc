@@ -1,0 +1,283 @@
+// unet_perf: perftest-style benchmarks of unet endpoints, server/client like perftest.
+//
+//   server:  unet_perf --test ep_lat -d rxe0            (no host argument)
+//   client:  unet_perf --test ep_lat -d rxe0 HOST
+//
+// Tests: ep_lat, ep_bw (base-level U-Net send/recv through core::Endpoint), da_write_lat,
+// da_write_bw, da_read_lat (direct-access: grant / write / read with a RemoteToken). Flags keep
+// perftest's names and meanings (-d -i -x -p -s -a -n -c -I -R -e -F); see --help. The client
+// prints perftest's table on stdout; --json FILE writes the same figures and the configuration.
+//
+// The run, in order: flags -> PerfConfig (options.cc); the device is probed so that a bad -d, -i
+// or -x fails at once; the TCP session and the settings check (connect.cc); then per size a fresh
+// endpoint and channel, the test (ep_tests.cc, da_tests.cc), and the closing count check.
+#include <gflags/gflags.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "connect.h"
+#include "cycle_clock.h"
+#include "latency_stats.h"
+#include "options.h"
+#include "rc_pingpong_oob.h"
+#include "report.h"
+#include "round.h"
+#include "sizing.h"
+#include "unet/core/endpoint.h"
+#include "unet/verbs/error.h"
+
+DEFINE_string(test, "", "ep_lat, ep_bw, da_write_lat, da_write_bw or da_read_lat");
+DEFINE_string(d, "", "RDMA device (default: the first)");
+DEFINE_int32(i, 1, "port of the device");
+DEFINE_int32(x, -1, "GID index (default: chosen like perftest)");
+DEFINE_int32(p, 18515, "TCP port of the out-of-band session (and of rdma_cm with -R)");
+DEFINE_int64(s, 2, "message size in bytes (default 2 for *_lat, 65536 for *_bw)");
+DEFINE_bool(a, false, "run every size from 2 to 8388608 bytes (powers of two)");
+DEFINE_int64(n, 1000, "timed iterations per size (default 1000; 5000 for da_write_bw)");
+DEFINE_string(c, "RC", "transport: RC or UD (UD for ep_* only)");
+DEFINE_int32(I, 44,
+             "inline threshold: messages up to this size travel inside the descriptor (max 44)");
+DEFINE_bool(R, false, "set the channel up through rdma_cm");
+DEFINE_bool(e, false, "wait on completion events instead of polling");
+DEFINE_bool(F, false, "accepted for perftest compatibility; no effect");
+DEFINE_string(mode, "", "base or direct (default: the test's own; a mismatch is an error)");
+DEFINE_int32(batch, 1, "*_bw: descriptors pushed per poll (one doorbell)");
+DEFINE_int64(warmup, 100,
+             "untimed iterations before the timed ones (default 100 for *_lat, 0 for *_bw)");
+DEFINE_string(json, "", "also write the results and the configuration to this JSON file");
+DEFINE_int32(timeout_ms, 20000, "limit for every connection step and every wait");
+DEFINE_string(oob, "unet",
+              "the peer: unet (another unet_perf) or rc_pingpong (an unmodified ibv_rc_pingpong "
+              "-g IDX with the same -s and -n, and -p/-m if not default; ep_lat, RC, no warm-up "
+              "unless --warmup is given: the tool's -n counts every message)");
+DEFINE_int32(m, 1024, "--oob rc_pingpong: path MTU, as ibv_rc_pingpong's -m");
+
+using namespace unet;
+using namespace unet::perf;
+
+namespace {
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "unet_perf: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+bool is_default(const char* name) { return gflags::GetCommandLineFlagInfoOrDie(name).is_default; }
+
+RawFlags raw_flags(int argc, char** argv) {
+  RawFlags f;
+  f.test = FLAGS_test;
+  f.device = FLAGS_d;
+  f.ib_port = FLAGS_i;
+  f.gid_index = FLAGS_x;
+  f.tcp_port = FLAGS_p;
+  if (!is_default("s")) f.size = FLAGS_s;
+  f.all_sizes = FLAGS_a;
+  if (!is_default("n")) f.iterations = FLAGS_n;
+  f.connection = FLAGS_c;
+  if (!is_default("I")) f.inline_size = FLAGS_I;
+  f.rdma_cm = FLAGS_R;
+  f.events = FLAGS_e;
+  f.mode = FLAGS_mode;
+  f.batch = FLAGS_batch;
+  if (!is_default("warmup")) f.warmup = FLAGS_warmup;
+  f.json = FLAGS_json;
+  f.timeout_ms = FLAGS_timeout_ms;
+  f.oob = FLAGS_oob;
+  if (!is_default("m")) f.mtu = FLAGS_m;
+  for (int k = 1; k < argc; ++k) f.hosts.emplace_back(argv[k]);
+  return f;
+}
+
+// Opens a tiny endpoint on the configured device and port, so that a bad -d, -i or -x ends the
+// run before any networking. Returns the endpoint's inline threshold and largest message.
+std::pair<std::uint32_t, std::uint32_t> probe_device(const PerfConfig& c) {
+  core::EndpointConfig e;
+  e.device = c.device;
+  e.port = c.ib_port;
+  e.gid_index = c.gid_index;
+  e.transport = c.transport;
+  if (c.inline_size) e.inline_threshold = *c.inline_size;
+  e.buffers = 2;
+  e.free_queue_depth = 1;
+  e.send_queue_depth = 4;
+  e.recv_queue_depth = 4;
+  core::Endpoint ep(e);
+  return {ep.inline_threshold(), ep.max_message()};
+}
+
+struct FreeMemory {
+  void operator()(std::byte* p) const noexcept { std::free(p); }
+};
+using Memory = std::unique_ptr<std::byte[], FreeMemory>;
+
+Memory allocate(std::size_t bytes) {
+  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
+  Memory m(static_cast<std::byte*>(std::aligned_alloc(4096, rounded)));
+  if (!m) throw PerfError("cannot allocate " + std::to_string(rounded) + " bytes");
+  std::fill_n(m.get(), rounded, std::byte{0});
+  return m;
+}
+
+SizeResult run_test(Round& r) {
+  switch (r.cfg.test) {
+    case TestKind::kEpLat:
+      return run_ep_lat(r);
+    case TestKind::kEpBw:
+      return run_ep_bw(r);
+    case TestKind::kDaWriteLat:
+      return run_da_write_lat(r);
+    case TestKind::kDaWriteBw:
+      return run_da_write_bw(r);
+    case TestKind::kDaReadLat:
+      return run_da_read_lat(r);
+  }
+  throw PerfError("unknown test");
+}
+
+// One size: both sides make its endpoint and tell each other whether they can run it.
+SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
+                    const bench::CycleClock& clock) {
+  const bool direct = c.mode == core::Mode::kDirectAccess;
+  Memory local = direct ? allocate(3 * std::size_t{size}) : nullptr;  // outlives the endpoint
+  Memory window = direct ? allocate(3 * std::size_t{size}) : nullptr;
+  std::unique_ptr<core::Endpoint> ep;
+  std::string state = "ok";
+  try {
+    ep = std::make_unique<core::Endpoint>(endpoint_config(c, size));
+    if (c.transport == core::Transport::kUd && size > ep->max_message())
+      state = "skip " + std::to_string(size) + " bytes exceed the UD path MTU (" +
+              std::to_string(ep->max_message()) + " bytes)";
+  } catch (const verbs::Error& e) {
+    state = std::string("error ") + e.what();
+  }
+  const std::string tag = "size " + std::to_string(size) + " ";
+  std::string peer;
+  if (s.client()) {
+    s.send_line(tag + state);
+    peer = s.recv_line();
+  } else {
+    peer = s.recv_line();
+    s.send_line(tag + state);
+  }
+  const std::string who = s.client() ? "the server" : "the client";
+  if (state.rfind("error ", 0) == 0) throw PerfError(state.substr(6));
+  if (peer.rfind(tag, 0) != 0) throw PerfError(who + " is at another size: '" + peer + "'");
+  peer.erase(0, tag.size());
+  if (peer.rfind("error ", 0) == 0) throw PerfError(who + " failed: " + peer.substr(6));
+  SizeResult skipped{size, c.iterations, {}, {}, {}};
+  if (state.rfind("skip ", 0) == 0) {
+    skipped.skipped = state.substr(5);
+    return skipped;
+  }
+  if (peer.rfind("skip ", 0) == 0) {
+    skipped.skipped = who + ": " + peer.substr(5);
+    return skipped;
+  }
+  const core::ChannelId ch = connect_channel(*ep, c, s);
+  Round round{c, &s, *ep, ch, size, clock, {}, {}};
+  if (direct) {
+    round.local = {local.get(), 3 * std::size_t{size}};
+    round.window = {window.get(), 3 * std::size_t{size}};
+  }
+  return run_test(round);
+}
+
+// --oob rc_pingpong: one size against an unmodified ibv_rc_pingpong, which speaks its own
+// exchange (bench/interop/rc_pingpong_oob.h) and no session of ours.
+SizeResult run_with_rc_pingpong(const PerfConfig& c, const bench::CycleClock& clock) {
+  const std::uint32_t size = c.sizes.front();
+  core::Endpoint ep(endpoint_config(c, size));
+  bench::RcPingpongOptions o;
+  o.host = c.host;
+  o.port = c.tcp_port;
+  o.mtu = c.mtu;
+  o.timeout = c.timeout;
+  const core::ChannelId ch = bench::connect_rc_pingpong(ep, o);
+  Round round{c, nullptr, ep, ch, size, clock, {}, {}};
+  return run_ep_lat(round);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw PerfError("cannot write --json file " + path);
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw PerfError("cannot write --json file " + path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "perftest-style benchmarks of unet endpoints\n"
+      "  server: unet_perf --test NAME [flags]\n  client: unet_perf --test NAME [flags] HOST");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  auto made = make_config(raw_flags(argc, argv));
+  if (auto* err = std::get_if<std::string>(&made)) die(*err);
+  const PerfConfig cfg = std::get<PerfConfig>(made);
+
+  try {
+    RunInfo info;
+    info.device = cfg.device.empty() ? "(the first device)" : cfg.device;
+    const auto [inline_threshold, max_message] = probe_device(cfg);
+    info.inline_threshold = cfg.mode == core::Mode::kDirectAccess ? 0 : inline_threshold;
+    if (cfg.transport == core::Transport::kUd && !cfg.all_sizes && cfg.sizes.front() > max_message)
+      die("-s " + std::to_string(cfg.sizes.front()) +
+          " exceeds the largest UD message, the path MTU (" + std::to_string(max_message) +
+          " bytes)");
+    const bench::CycleClock clock = bench::CycleClock::calibrate();
+    info.ticks_per_us = clock.ticks_per_us();
+
+    std::optional<Session> session;
+    if (cfg.oob == OobKind::kUnet) {
+      session.emplace(Session::open(cfg));
+      session->check_settings(cfg);
+    }
+
+    std::fputs(banner(cfg, info).c_str(), stdout);
+    std::printf(
+        "---------------------------------------------------------------------------------------"
+        "\n");
+    if (cfg.is_client()) {
+      if (cfg.is_latency())
+        bench::print_latency_header(stdout);
+      else
+        print_bw_header(stdout);
+    }
+    std::fflush(stdout);
+
+    const bool progress = cfg.all_sizes && isatty(STDERR_FILENO);
+    std::vector<SizeResult> results;
+    for (std::size_t k = 0; k < cfg.sizes.size(); ++k) {
+      const std::uint32_t size = cfg.sizes[k];
+      if (progress)
+        std::fprintf(stderr, "\r# %u bytes (%zu of %zu)...   ", size, k + 1, cfg.sizes.size());
+      results.push_back(session ? run_size(cfg, *session, size, clock) : run_with_rc_pingpong(cfg, clock));
+      const SizeResult& r = results.back();
+      if (!r.skipped.empty())
+        std::printf("# %u bytes skipped: %s\n", size, r.skipped.c_str());
+      else if (r.latency)
+        bench::print_latency_row(stdout, size, r.iterations, *r.latency);
+      else if (r.bandwidth)
+        print_bw_row(stdout, size, r.iterations, *r.bandwidth);
+      std::fflush(stdout);
+    }
+    if (progress) std::fprintf(stderr, "\r\n");
+    std::printf(
+        "---------------------------------------------------------------------------------------"
+        "\n");
+    if (!cfg.json_path.empty()) write_file(cfg.json_path, report_json(cfg, info, results));
+  } catch (const PerfError& e) {
+    die(e.what());
+  } catch (const verbs::Error& e) {
+    die(e.what());
+  }
+  return 0;
+}

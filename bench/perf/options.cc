@@ -1,0 +1,224 @@
+#include "options.h"
+
+#include <array>
+#include <utility>
+
+namespace unet::perf {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, TestKind>, 5> kTests{{
+    {"ep_lat", TestKind::kEpLat},
+    {"ep_bw", TestKind::kEpBw},
+    {"da_write_lat", TestKind::kDaWriteLat},
+    {"da_write_bw", TestKind::kDaWriteBw},
+    {"da_read_lat", TestKind::kDaReadLat},
+}};
+
+bool is_direct(TestKind t) noexcept { return t != TestKind::kEpLat && t != TestKind::kEpBw; }
+
+std::string range_error(std::string_view flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+  return std::string(flag) + " " + std::to_string(v) + " is out of range (" + std::to_string(lo) +
+         " .. " + std::to_string(hi) + ")";
+}
+
+// The settings line as key/value pairs, in order.
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+Settings settings_of(const PerfConfig& c) {
+  return {
+      {"test", std::string(test_name(c.test))},
+      {"size", c.all_sizes ? "all" : std::to_string(c.sizes.front())},
+      {"iters", std::to_string(c.iterations)},
+      {"transport", std::string(transport_name(c.transport))},
+      {"mode", std::string(mode_name(c.mode))},
+      {"inline", c.inline_size ? std::to_string(*c.inline_size) : "default"},
+      {"batch", std::to_string(c.batch)},
+      {"warmup", std::to_string(c.warmup)},
+      {"cm", c.rdma_cm ? "1" : "0"},
+  };
+}
+
+std::string_view flag_of(std::string_view key) noexcept {
+  if (key == "test") return "--test";
+  if (key == "size") return "-s/-a";
+  if (key == "iters") return "-n";
+  if (key == "transport") return "-c";
+  if (key == "mode") return "--mode";
+  if (key == "inline") return "-I";
+  if (key == "batch") return "--batch";
+  if (key == "warmup") return "--warmup";
+  if (key == "cm") return "-R";
+  return "?";
+}
+
+constexpr std::string_view kSettingsTag = "unet-perf/1";
+
+}  // namespace
+
+std::string_view test_name(TestKind t) noexcept {
+  for (const auto& [name, kind] : kTests)
+    if (kind == t) return name;
+  return "?";
+}
+
+std::string_view transport_name(core::Transport t) noexcept {
+  return t == core::Transport::kUd ? "UD" : "RC";
+}
+std::string_view mode_name(core::Mode m) noexcept {
+  return m == core::Mode::kDirectAccess ? "direct" : "base";
+}
+
+std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
+  PerfConfig c;
+  const std::string tests = "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat";
+  if (f.test.empty()) return "--test is required (" + tests + ")";
+  bool found = false;
+  for (const auto& [name, kind] : kTests)
+    if (name == f.test) {
+      c.test = kind;
+      found = true;
+    }
+  if (!found) return "unknown --test '" + f.test + "' (one of " + tests + ")";
+
+  if (f.hosts.size() > 1)
+    return "at most one host argument (the server's address), got " +
+           std::to_string(f.hosts.size());
+  c.host = f.hosts.empty() ? "" : f.hosts.front();
+  c.device = f.device;
+  if (f.ib_port < 1 || f.ib_port > 255) return range_error("-i", f.ib_port, 1, 255);
+  c.ib_port = static_cast<std::uint8_t>(f.ib_port);
+  if (f.gid_index < -1 || f.gid_index > 255) return range_error("-x", f.gid_index, -1, 255);
+  if (f.gid_index >= 0) c.gid_index = static_cast<std::uint32_t>(f.gid_index);
+  if (f.tcp_port < 1 || f.tcp_port > 65535) return range_error("-p", f.tcp_port, 1, 65535);
+  c.tcp_port = static_cast<std::uint16_t>(f.tcp_port);
+
+  if (f.connection == "RC") {
+    c.transport = core::Transport::kRc;
+  } else if (f.connection == "UD") {
+    c.transport = core::Transport::kUd;
+  } else {
+    return "-c must be RC or UD, not '" + f.connection + "'";
+  }
+  if (c.transport == core::Transport::kUd && is_direct(c.test))
+    return "-c UD: " + f.test + " needs RC (RDMA WRITE and READ are RC operations)";
+  c.rdma_cm = f.rdma_cm;
+  if (c.rdma_cm && c.transport == core::Transport::kUd)
+    return "-R (rdma_cm) sets up RC channels only; drop -c UD";
+
+  c.mode = is_direct(c.test) ? core::Mode::kDirectAccess : core::Mode::kBaseLevel;
+  if (!f.mode.empty()) {
+    if (f.mode != "base" && f.mode != "direct")
+      return "--mode must be base or direct, not '" + f.mode + "'";
+    if (f.mode != mode_name(c.mode))
+      return "--mode " + f.mode + " does not fit --test " + f.test + ", a " +
+             (is_direct(c.test) ? "direct-access" : "base-level") + " test";
+  }
+
+  if (f.all_sizes && f.size) return "-a runs every size from 2 to 8388608 bytes; drop -s";
+  c.all_sizes = f.all_sizes;
+  if (c.all_sizes) {
+    for (std::uint64_t s = 2; s <= kMaxSize; s *= 2)
+      c.sizes.push_back(static_cast<std::uint32_t>(s));
+  } else {
+    const std::int64_t s = f.size.value_or(c.is_latency() ? 2 : 65536);
+    if (s < 1 || static_cast<std::uint64_t>(s) > kMaxSize)
+      return range_error("-s", s, 1, static_cast<std::int64_t>(kMaxSize));
+    c.sizes.push_back(static_cast<std::uint32_t>(s));
+  }
+
+  const std::int64_t n = f.iterations.value_or(c.test == TestKind::kDaWriteBw ? 5000 : 1000);
+  if (n < static_cast<std::int64_t>(kMinIterations) ||
+      n > static_cast<std::int64_t>(kMaxIterations))
+    return range_error("-n", n, kMinIterations, kMaxIterations);
+  c.iterations = static_cast<std::uint64_t>(n);
+  const std::int64_t w = f.warmup.value_or(c.is_latency() ? 100 : 0);
+  if (w < 0 || w > static_cast<std::int64_t>(kMaxIterations))
+    return range_error("--warmup", w, 0, kMaxIterations);
+  c.warmup = static_cast<std::uint64_t>(w);
+
+  if (f.inline_size) {
+    const auto limit = static_cast<std::int64_t>(core::Descriptor::kInlineBytes);
+    if (*f.inline_size < 0 || *f.inline_size > limit)
+      return range_error("-I", *f.inline_size, 0, limit) + ": an endpoint carries at most " +
+             std::to_string(limit) + " bytes inside a descriptor";
+    c.inline_size = static_cast<std::uint32_t>(*f.inline_size);
+  }
+
+  if (f.batch < 1 || f.batch > kMaxBatch) return range_error("--batch", f.batch, 1, kMaxBatch);
+  c.batch = static_cast<std::uint32_t>(f.batch);
+  if (c.batch > 1 && c.is_latency())
+    return "--batch applies to the *_bw tests only (latency keeps one message in flight)";
+
+  c.events = f.events;
+  if (c.events && (c.test == TestKind::kDaWriteLat || c.test == TestKind::kDaWriteBw))
+    return "-e is not available for " + f.test +
+           " (as in perftest's WRITE tests: the receiver polls memory, no completion reports the "
+           "data)";
+
+  if (f.timeout_ms < 1 || f.timeout_ms > 3600000)
+    return range_error("--timeout_ms", f.timeout_ms, 1, 3600000);
+  c.timeout = std::chrono::milliseconds(f.timeout_ms);
+
+  if (f.oob == "unet") {
+    c.oob = OobKind::kUnet;
+    if (f.mtu) return "-m sets the path MTU of --oob rc_pingpong only (unet peers use the port's)";
+  } else if (f.oob == "rc_pingpong") {
+    // The peer is an unmodified ibv_rc_pingpong: its message pattern and its exchange, nothing
+    // of ours (no settings line, no warm-up unless asked: its -n counts every message).
+    c.oob = OobKind::kRcPingpong;
+    if (c.test != TestKind::kEpLat) return "--oob rc_pingpong runs --test ep_lat only";
+    if (c.transport != core::Transport::kRc) return "--oob rc_pingpong is RC: drop -c UD";
+    if (c.all_sizes) return "--oob rc_pingpong runs one size (ibv_rc_pingpong's -s); drop -a";
+    if (c.rdma_cm) return "--oob rc_pingpong uses ibv_rc_pingpong's TCP exchange; drop -R";
+    if (!f.warmup) c.warmup = 0;
+    const std::int64_t m = f.mtu.value_or(1024);
+    if (m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096)
+      return "-m must be 256, 512, 1024, 2048 or 4096 (ibv_rc_pingpong's -m), not " + std::to_string(m);
+    c.mtu = static_cast<std::uint32_t>(m);
+  } else {
+    return "--oob must be unet or rc_pingpong, not '" + f.oob + "'";
+  }
+  c.json_path = f.json;
+  return c;
+}
+
+std::string settings_line(const PerfConfig& c) {
+  std::string line(kSettingsTag);
+  for (const auto& [k, v] : settings_of(c)) line += " " + k + "=" + v;
+  return line + "\n";
+}
+
+std::optional<std::string> compare_settings(const PerfConfig& mine, std::string_view peer_line,
+                                            bool peer_is_client) {
+  while (!peer_line.empty() && (peer_line.back() == '\n' || peer_line.back() == '\r'))
+    peer_line.remove_suffix(1);
+  const std::string_view peer = peer_is_client ? "the client" : "the server";
+  const std::string_view self = peer_is_client ? "the server" : "the client";
+  if (peer_line.substr(0, kSettingsTag.size()) != kSettingsTag)
+    return "the peer is not unet_perf of this version (its first line: '" +
+           std::string(peer_line.substr(0, 60)) + "')";
+  Settings theirs;
+  std::string_view rest = peer_line.substr(kSettingsTag.size());
+  while (!rest.empty()) {
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    if (rest.empty()) break;
+    std::string_view tok = rest.substr(0, rest.find(' '));
+    rest.remove_prefix(tok.size());
+    const auto eq = tok.find('=');
+    if (eq == std::string_view::npos)
+      return "malformed settings from " + std::string(peer) + ": '" + std::string(tok) + "'";
+    theirs.emplace_back(std::string(tok.substr(0, eq)), std::string(tok.substr(eq + 1)));
+  }
+  for (const auto& [key, value] : settings_of(mine)) {
+    const std::string* other = nullptr;
+    for (const auto& [k, v] : theirs)
+      if (k == key) other = &v;
+    if (!other) return std::string(peer) + " sent no '" + key + "' setting";
+    if (*other != value)
+      return "settings differ: " + key + " (" + std::string(flag_of(key)) + ") is " + value +
+             " on " + std::string(self) + " but " + *other + " on " + std::string(peer);
+  }
+  return std::nullopt;
+}
+
+}  // namespace unet::perf

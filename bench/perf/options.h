@@ -1,0 +1,95 @@
+// unet_perf's configuration: the flag values as given (RawFlags), the checked configuration they
+// turn into (PerfConfig), and the settings line the client sends the server so both can tell that
+// they run the same test. Nothing here touches a device, so the unit tests drive it from a table.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "unet/core/endpoint.h"
+
+namespace unet::perf {
+
+enum class TestKind : std::uint8_t { kEpLat, kEpBw, kDaWriteLat, kDaWriteBw, kDaReadLat };
+enum class OobKind : std::uint8_t { kUnet, kRcPingpong };
+
+inline constexpr std::uint64_t kMaxSize = 8u << 20;         // perftest's MAX_SIZE, the top of -a
+inline constexpr std::uint64_t kMinIterations = 5;          // perftest's MIN_ITER
+inline constexpr std::uint64_t kMaxIterations = 100000000;  // perftest's MAX_ITER
+inline constexpr std::uint32_t kMaxBatch = 64;              // below the send queue depth (128)
+
+// The flag values exactly as the user gave them; nullopt = the flag was left at its default.
+struct RawFlags {
+  std::string test;
+  std::string device;                       // -d
+  std::int64_t ib_port = 1;                 // -i
+  std::int64_t gid_index = -1;              // -x (-1: choose like perftest)
+  std::int64_t tcp_port = 18515;            // -p
+  std::optional<std::int64_t> size;         // -s
+  bool all_sizes = false;                   // -a
+  std::optional<std::int64_t> iterations;   // -n
+  std::string connection = "RC";            // -c
+  std::optional<std::int64_t> inline_size;  // -I
+  bool rdma_cm = false;                     // -R
+  bool events = false;                      // -e
+  std::string mode;                         // --mode ("" = the test's own)
+  std::int64_t batch = 1;                   // --batch
+  std::optional<std::int64_t> warmup;       // --warmup
+  std::string json;                         // --json
+  std::int64_t timeout_ms = 20000;          // --timeout_ms
+  std::string oob = "unet";                 // --oob
+  std::optional<std::int64_t> mtu;          // -m (--oob rc_pingpong only)
+  std::vector<std::string> hosts;           // positional arguments (0 = server, 1 = client)
+};
+
+struct PerfConfig {
+  TestKind test = TestKind::kEpLat;
+  std::string device;
+  std::uint8_t ib_port = 1;
+  std::optional<std::uint32_t> gid_index;
+  std::uint16_t tcp_port = 18515;
+  std::vector<std::uint32_t> sizes;  // one (-s) or 2 .. 8 MiB (-a)
+  bool all_sizes = false;
+  std::uint64_t iterations = 1000;  // timed iterations per size
+  std::uint64_t warmup = 0;         // untimed iterations before them
+  core::Transport transport = core::Transport::kRc;
+  core::Mode mode = core::Mode::kBaseLevel;
+  std::optional<std::uint32_t> inline_size;  // nullopt: the endpoint's default
+  bool rdma_cm = false;
+  bool events = false;
+  std::uint32_t batch = 1;
+  std::string json_path;
+  std::chrono::milliseconds timeout{20000};
+  OobKind oob = OobKind::kUnet;
+  std::uint32_t mtu = 1024;  // --oob rc_pingpong: the path MTU both sides use (the tool's -m)
+  std::string host;  // "" = server
+
+  bool is_client() const noexcept { return !host.empty(); }
+  bool is_latency() const noexcept {
+    return test != TestKind::kEpBw && test != TestKind::kDaWriteBw;
+  }
+};
+
+std::string_view test_name(TestKind t) noexcept;
+std::string_view transport_name(core::Transport t) noexcept;  // "RC" / "UD"
+std::string_view mode_name(core::Mode m) noexcept;            // "base" / "direct"
+
+// Checks the flags and builds the configuration, or says (one sentence, naming the flag) why not.
+std::variant<PerfConfig, std::string> make_config(const RawFlags& flags);
+
+// The settings both sides must share, as one line (ends with '\n'):
+//   "unet-perf/1 test=ep_lat size=2 iters=1000 transport=RC mode=base inline=default batch=1
+//    warmup=100 cm=0"
+std::string settings_line(const PerfConfig& c);
+// Compares the peer's settings line with ours. nullopt when they agree; otherwise one message
+// naming the first setting that differs, the flag that sets it and both values. `peer_is_client`
+// says which side the peer is (for the wording).
+std::optional<std::string> compare_settings(const PerfConfig& mine, std::string_view peer_line,
+                                            bool peer_is_client);
+
+}  // namespace unet::perf

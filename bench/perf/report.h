@@ -1,0 +1,70 @@
+// unet_perf's figures and how they are printed: perftest's bandwidth arithmetic, its tables (the
+// latency table comes from bench/latency_stats), the banner, and the --json report.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "latency_stats.h"
+#include "options.h"
+
+namespace unet::perf {
+
+// perftest's BW figures (MB = 2^20 bytes, as perftest's 0x100000):
+//   BW average = bytes * n / (tcompleted[n-1] - tposted[0])
+//   MsgRate    = n / (tcompleted[n-1] - tposted[0]), in millions per second
+//   BW peak    = bytes / opt_delta, where opt_delta is the smallest time per message over every run
+//                of consecutive messages: min over i <= j of
+//                (tcompleted[j] - tposted[i]) / (j - i + 1).
+// The peak search is quadratic; like perftest (which computes it "up to iters=20000") it is left
+// out above kMaxPeakIterations messages and reported as 0 with peak_computed false. Unlike
+// perftest, every quantity is computed in double, never truncated to whole cycles.
+inline constexpr std::size_t kMaxPeakIterations = 20000;
+
+struct BwResult {
+  double peak_mb_s = 0;
+  double avg_mb_s = 0;
+  double msg_rate_mpps = 0;
+  bool peak_computed = false;
+};
+
+// `posted[i]` and `completed[i]` are cycle-counter stamps of message i; `ticks_per_us` converts.
+BwResult compute_bw(std::span<const std::uint64_t> posted, std::span<const std::uint64_t> completed,
+                    std::uint64_t bytes, double ticks_per_us);
+
+void print_bw_header(std::FILE* out);
+void print_bw_row(std::FILE* out, std::uint64_t bytes, std::uint64_t iterations, const BwResult& r);
+
+// One size's outcome: latency or bandwidth figures, or the reason it was skipped.
+struct SizeResult {
+  std::uint32_t bytes = 0;
+  std::uint64_t iterations = 0;
+  std::optional<bench::LatencyStats> latency;
+  std::optional<BwResult> bandwidth;
+  std::string skipped;  // non-empty: not run, and why
+};
+
+// What only the device tells: for the banner and the report.
+struct RunInfo {
+  std::string device;                  // the device actually opened
+  std::uint32_t inline_threshold = 0;  // the endpoint's effective one
+  double ticks_per_us = 0;
+};
+
+// The lines printed before the table, each starting with '#', e.g.
+//   # unet_perf ep_lat: RC base-level send/recv through core::Endpoint, device rxe0
+//   # 100 warm-up iterations excluded; latency is half the round trip; t_typical is the median
+std::string banner(const PerfConfig& c, const RunInfo& info);
+
+// The --json report: perftest's field names where perftest has them ("test_info", "results",
+// MsgSize, n_iterations, t_min ... percentile_99.9, BW_peak, BW_average, MsgRate), plus the full
+// configuration under "config" and the skipped sizes under "skipped". "results" is an array, one
+// object per size run (perftest writes a single object: it runs one size per report). The client
+// measures; a server's report has the configuration and the sizes, without figures.
+std::string report_json(const PerfConfig& c, const RunInfo& info,
+                        std::span<const SizeResult> results);
+
+}  // namespace unet::perf

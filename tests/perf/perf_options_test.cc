@@ -1,0 +1,263 @@
+// Unit: unet_perf's flags -> configuration (a table of bad flag sets, each with its message), the
+// defaults that follow perftest, and the settings line the client sends the server.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <variant>
+
+#include "options.h"
+
+namespace unet::perf {
+namespace {
+
+RawFlags flags(const std::string& test) {
+  RawFlags f;
+  f.test = test;
+  return f;
+}
+
+PerfConfig ok(const RawFlags& f) {
+  auto r = make_config(f);
+  if (auto* e = std::get_if<std::string>(&r)) ADD_FAILURE() << "unexpected error: " << *e;
+  return std::holds_alternative<PerfConfig>(r) ? std::get<PerfConfig>(r) : PerfConfig{};
+}
+
+struct BadCase {
+  const char* name;
+  std::function<void(RawFlags&)> edit;
+  const char* message;  // a part of the error message
+};
+
+// gtest prints a parameter in test names and failures: its name, not its bytes.
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
+class PerfBadFlags : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(PerfBadFlags, EndsWithOneClearMessage) {
+  RawFlags f = flags("ep_lat");
+  GetParam().edit(f);
+  auto r = make_config(f);
+  ASSERT_TRUE(std::holds_alternative<std::string>(r)) << GetParam().name << " was accepted";
+  EXPECT_NE(std::get<std::string>(r).find(GetParam().message), std::string::npos)
+      << std::get<std::string>(r);
+  EXPECT_EQ(std::get<std::string>(r).find('\n'), std::string::npos) << "one line";
+}
+
+const BadCase kBadCases[] = {
+    {"no_test", [](RawFlags& f) { f.test = ""; }, "--test is required"},
+    {"unknown_test", [](RawFlags& f) { f.test = "ep_latency"; }, "unknown --test 'ep_latency'"},
+    {"two_hosts",
+     [](RawFlags& f) {
+       f.hosts = {"a", "b"};
+     },
+     "at most one host argument"},
+    {"port_zero", [](RawFlags& f) { f.ib_port = 0; }, "-i 0 is out of range (1 .. 255)"},
+    {"gid_negative", [](RawFlags& f) { f.gid_index = -2; }, "-x -2 is out of range"},
+    {"tcp_port_too_big", [](RawFlags& f) { f.tcp_port = 70000; },
+     "-p 70000 is out of range (1 .. 65535)"},
+    {"size_zero", [](RawFlags& f) { f.size = 0; }, "-s 0 is out of range (1 .. 8388608)"},
+    {"size_over_limit", [](RawFlags& f) { f.size = 8388609; },
+     "-s 8388609 is out of range (1 .. 8388608)"},
+    {"all_and_size",
+     [](RawFlags& f) {
+       f.all_sizes = true;
+       f.size = 8;
+     },
+     "-a runs every size"},
+    {"too_few_iterations", [](RawFlags& f) { f.iterations = 4; },
+     "-n 4 is out of range (5 .. 100000000)"},
+    {"bad_transport", [](RawFlags& f) { f.connection = "UC"; }, "-c must be RC or UD, not 'UC'"},
+    {"ud_direct",
+     [](RawFlags& f) {
+       f.test = "da_write_lat";
+       f.connection = "UD";
+     },
+     "-c UD: da_write_lat needs RC"},
+    {"ud_rdma_cm",
+     [](RawFlags& f) {
+       f.connection = "UD";
+       f.rdma_cm = true;
+     },
+     "-R (rdma_cm) sets up RC channels only"},
+    {"bad_mode", [](RawFlags& f) { f.mode = "fast"; }, "--mode must be base or direct, not 'fast'"},
+    {"mode_mismatch", [](RawFlags& f) { f.mode = "direct"; },
+     "--mode direct does not fit --test ep_lat, a base-level test"},
+    {"mode_mismatch_da",
+     [](RawFlags& f) {
+       f.test = "da_read_lat";
+       f.mode = "base";
+     },
+     "--mode base does not fit --test da_read_lat"},
+    {"inline_too_big", [](RawFlags& f) { f.inline_size = 45; }, "-I 45 is out of range (0 .. 44)"},
+    {"batch_zero",
+     [](RawFlags& f) {
+       f.test = "ep_bw";
+       f.batch = 0;
+     },
+     "--batch 0 is out of range (1 .. 64)"},
+    {"batch_for_latency", [](RawFlags& f) { f.batch = 4; },
+     "--batch applies to the *_bw tests only"},
+    {"warmup_negative", [](RawFlags& f) { f.warmup = -1; }, "--warmup -1 is out of range"},
+    {"timeout_zero", [](RawFlags& f) { f.timeout_ms = 0; }, "--timeout_ms 0 is out of range"},
+    {"events_write_lat",
+     [](RawFlags& f) {
+       f.test = "da_write_lat";
+       f.events = true;
+     },
+     "-e is not available for da_write_lat"},
+    {"events_write_bw",
+     [](RawFlags& f) {
+       f.test = "da_write_bw";
+       f.events = true;
+     },
+     "-e is not available for da_write_bw"},
+    {"oob_rc_pingpong_bw", [](RawFlags& f) { f.oob = "rc_pingpong"; f.test = "ep_bw"; },
+     "--oob rc_pingpong runs --test ep_lat only"},
+    {"oob_rc_pingpong_ud", [](RawFlags& f) { f.oob = "rc_pingpong"; f.connection = "UD"; },
+     "--oob rc_pingpong is RC: drop -c UD"},
+    {"oob_rc_pingpong_all", [](RawFlags& f) { f.oob = "rc_pingpong"; f.all_sizes = true; },
+     "--oob rc_pingpong runs one size"},
+    {"oob_rc_pingpong_cm", [](RawFlags& f) { f.oob = "rc_pingpong"; f.rdma_cm = true; },
+     "drop -R"},
+    {"oob_rc_pingpong_mtu", [](RawFlags& f) { f.oob = "rc_pingpong"; f.mtu = 1000; },
+     "-m must be 256, 512, 1024, 2048 or 4096"},
+    {"mtu_without_rc_pingpong", [](RawFlags& f) { f.mtu = 1024; },
+     "-m sets the path MTU of --oob rc_pingpong only"},
+    {"oob_unknown", [](RawFlags& f) { f.oob = "ssh"; },
+     "--oob must be unet or rc_pingpong, not 'ssh'"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, PerfBadFlags, ::testing::ValuesIn(kBadCases),
+                         [](const ::testing::TestParamInfo<BadCase>& i) {
+                           return std::string(i.param.name);
+                         });
+
+TEST(PerfConfig, DefaultsFollowPerftest) {
+  PerfConfig lat = ok(flags("ep_lat"));
+  EXPECT_EQ(lat.sizes, std::vector<std::uint32_t>{2});
+  EXPECT_EQ(lat.iterations, 1000u);
+  EXPECT_EQ(lat.warmup, 100u);
+  EXPECT_EQ(lat.tcp_port, 18515);
+  EXPECT_EQ(lat.mode, core::Mode::kBaseLevel);
+  EXPECT_EQ(lat.transport, core::Transport::kRc);
+  EXPECT_FALSE(lat.gid_index.has_value());
+  EXPECT_FALSE(lat.is_client());
+
+  PerfConfig bw = ok(flags("ep_bw"));
+  EXPECT_EQ(bw.sizes, std::vector<std::uint32_t>{65536});
+  EXPECT_EQ(bw.iterations, 1000u);
+  EXPECT_EQ(bw.warmup, 0u);
+
+  PerfConfig wbw = ok(flags("da_write_bw"));
+  EXPECT_EQ(wbw.iterations, 5000u);  // perftest's DEF_ITERS_WB
+  EXPECT_EQ(wbw.mode, core::Mode::kDirectAccess);
+}
+
+TEST(PerfConfig, AllSizesArePowersOfTwoFrom2To8MiB) {
+  RawFlags f = flags("ep_lat");
+  f.all_sizes = true;
+  PerfConfig c = ok(f);
+  ASSERT_EQ(c.sizes.size(), 23u);
+  EXPECT_EQ(c.sizes.front(), 2u);
+  EXPECT_EQ(c.sizes.back(), 8u << 20);
+  for (std::size_t i = 1; i < c.sizes.size(); ++i) EXPECT_EQ(c.sizes[i], 2 * c.sizes[i - 1]);
+}
+
+TEST(PerfConfig, GivenValuesAreKept) {
+  RawFlags f = flags("da_read_lat");
+  f.hosts = {"198.18.0.1"};
+  f.gid_index = 1;
+  f.size = 4096;
+  f.iterations = 200;
+  f.warmup = 0;
+  f.events = true;
+  f.mode = "direct";
+  f.timeout_ms = 1500;
+  PerfConfig c = ok(f);
+  EXPECT_TRUE(c.is_client());
+  EXPECT_EQ(c.host, "198.18.0.1");
+  EXPECT_EQ(c.gid_index, 1u);
+  EXPECT_EQ(c.sizes, std::vector<std::uint32_t>{4096});
+  EXPECT_EQ(c.iterations, 200u);
+  EXPECT_EQ(c.warmup, 0u);
+  EXPECT_TRUE(c.events);
+  EXPECT_EQ(c.timeout.count(), 1500);
+}
+
+TEST(PerfSettings, SameSettingsAgree) {
+  RawFlags f = flags("ep_bw");
+  f.batch = 8;
+  PerfConfig server = ok(f);
+  f.hosts = {"127.0.0.1"};
+  f.events = true;  // how a side waits is its own business
+  PerfConfig client = ok(f);
+  const std::string line = settings_line(client);
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.rfind("unet-perf/1 test=ep_bw size=65536 iters=1000 transport=RC mode=base", 0),
+            0u)
+      << line;
+  EXPECT_EQ(compare_settings(server, line, /*peer_is_client=*/true), std::nullopt);
+}
+
+TEST(PerfSettings, ADifferenceIsNamedWithItsFlagAndBothValues) {
+  RawFlags f = flags("ep_lat");
+  f.size = 8;
+  PerfConfig server = ok(f);
+  f.size = 16;
+  PerfConfig client = ok(f);
+  auto diff = compare_settings(server, settings_line(client), /*peer_is_client=*/true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_EQ(*diff, "settings differ: size (-s/-a) is 8 on the server but 16 on the client");
+
+  f.size.reset();
+  f.all_sizes = true;
+  diff = compare_settings(ok(f), settings_line(server), /*peer_is_client=*/false);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_EQ(*diff, "settings differ: size (-s/-a) is all on the client but 8 on the server");
+
+  RawFlags g = flags("ep_lat");
+  g.inline_size = 0;
+  diff = compare_settings(ok(flags("ep_lat")), settings_line(ok(g)), true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_NE(diff->find("inline (-I) is default on the server but 0 on the client"),
+            std::string::npos)
+      << *diff;
+}
+
+TEST(PerfSettings, EveryCheckedSettingIsCompared) {
+  const std::vector<std::pair<std::string, std::function<void(RawFlags&)>>> edits = {
+      {"test", [](RawFlags& f) { f.test = "ep_bw"; }},
+      {"iters", [](RawFlags& f) { f.iterations = 50; }},
+      {"transport", [](RawFlags& f) { f.connection = "UD"; }},
+      {"inline", [](RawFlags& f) { f.inline_size = 8; }},
+      {"warmup", [](RawFlags& f) { f.warmup = 3; }},
+      {"cm", [](RawFlags& f) { f.rdma_cm = true; }},
+  };
+  for (const auto& [key, edit] : edits) {
+    RawFlags f = flags("ep_lat");
+    edit(f);
+    auto diff = compare_settings(ok(flags("ep_lat")), settings_line(ok(f)), true);
+    ASSERT_TRUE(diff.has_value()) << key;
+    EXPECT_EQ(diff->rfind("settings differ: " + key + " ", 0), 0u) << *diff;
+  }
+  // batch and mode follow the test, so compare two bw configurations for batch.
+  RawFlags a = flags("ep_bw"), b = flags("ep_bw");
+  b.batch = 2;
+  auto diff = compare_settings(ok(a), settings_line(ok(b)), true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_EQ(diff->rfind("settings differ: batch (--batch)", 0), 0u) << *diff;
+}
+
+TEST(PerfSettings, AForeignPeerIsRecognized) {
+  auto diff = compare_settings(ok(flags("ep_lat")), "0000:000011:000022:fe80::1\n", true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_NE(diff->find("not unet_perf"), std::string::npos) << *diff;
+  diff = compare_settings(ok(flags("ep_lat")), "unet-perf/1 test=ep_lat size\n", true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_NE(diff->find("malformed settings"), std::string::npos) << *diff;
+}
+
+}  // namespace
+}  // namespace unet::perf
