@@ -52,9 +52,10 @@ Endpoint::Endpoint(const EndpointConfig& config)
 
   const bool ud = config_.transport == Transport::kUd;
   ibv_qp_type qpt = ud ? IBV_QPT_UD : IBV_QPT_RC;
+  const std::uint32_t device_inline = v_->ctx->max_inline_data(qpt);
   inline_threshold_ = std::min<std::uint32_t>({config_.inline_threshold,
-                                               static_cast<std::uint32_t>(Descriptor::kInlineBytes),
-                                               v_->ctx->max_inline_data(qpt)});
+                                               static_cast<std::uint32_t>(Descriptor::kInlineBytes), device_inline});
+  inline_post_limit_ = std::min(config_.inline_post_limit, device_inline);
   max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
   // An eighth of the free queue may wait unposted, to be reposted with one doorbell.
   repost_batch_ = std::clamp<std::uint32_t>(config_.free_queue_depth / 8, 1, kBatch);
@@ -75,7 +76,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
     qc.max_send_wr = config_.send_queue_depth;
     qc.max_recv_wr = config_.free_queue_depth;
     qc.max_recv_sge = 2;  // GRH slot + buffer
-    qc.max_inline_data = inline_threshold_;
+    qc.max_inline_data = std::max(inline_threshold_, inline_post_limit_);
     v_->ud_qp = std::make_unique<verbs::QueuePair>(v_->pd, qc);
     verbs::ConnectionInfo self = v_->ud_qp->local_info(v_->path);
     v_->ud_qp->connect(self, self, v_->path);  // UD: INIT -> RTR -> RTS; the peer is per send
@@ -207,7 +208,7 @@ verbs::QpConfig Endpoint::rc_qp_config() const {
   qc.send_cq = v_->cq;
   qc.srq = v_->srq;
   qc.max_send_wr = config_.send_queue_depth;
-  qc.max_inline_data = inline_threshold_;
+  qc.max_inline_data = std::max(inline_threshold_, inline_post_limit_);
   return qc;
 }
 

@@ -102,6 +102,7 @@ inline void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n
   } else {
     s = {reinterpret_cast<std::uint64_t>(segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes), d.length,
          v.mr->lkey()};
+    if (d.length <= inline_post_limit_) w.send_flags = IBV_SEND_INLINE;  // copied at post
   }
   if (d.flags & Descriptor::kImm) {
     w.opcode = IBV_WR_SEND_WITH_IMM;
@@ -114,10 +115,11 @@ inline void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n
   }
 }
 
-// What an in-flight entry holds for descriptor `d`.
-static std::uint32_t inflight_what(const Descriptor& d) noexcept {
+// What an in-flight entry holds for descriptor `d`: nothing when its payload is copied at post
+// (inside the descriptor, or a small buffer posted inline: that buffer is spare after the post).
+static std::uint32_t inflight_what(const Descriptor& d, std::uint32_t inline_post_limit) noexcept {
   if (d.flags & Descriptor::kOp) return kOpBit | d.buffer;
-  return d.is_inline() ? kNoBuffer : d.buffer;
+  return d.is_inline() || d.length <= inline_post_limit ? kNoBuffer : d.buffer;
 }
 
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
@@ -130,7 +132,7 @@ int Endpoint::post_pending_sends() noexcept {
     Descriptor& first = send_queue_.at(0);
     Channel* fc = first.channel < channels_.size() ? channels_[first.channel].get() : nullptr;
     if (!fc || fc->state != Channel::State::kOpen) {  // closed or failed since it was pushed
-      const std::uint32_t what = inflight_what(first);
+      const std::uint32_t what = inflight_what(first, 0);  // never posted: it holds its buffer
       const ChannelId ch = first.channel;
       send_queue_.pop();
       --pending;
@@ -150,7 +152,7 @@ int Endpoint::post_pending_sends() noexcept {
       }
       build_wr(d, *c, n);
       ibv_send_wr& w = v.swr[n];
-      const std::uint32_t seq = lane.track(inflight_what(d));
+      const std::uint32_t seq = lane.track(inflight_what(d, inline_post_limit_));
       // Selective signaling: every `interval`-th send and every direct-access op (its caller
       // waits for it) ...
       if (++lane.unsignaled == lane.interval || (d.flags & Descriptor::kOp)) {
@@ -159,20 +161,29 @@ int Endpoint::post_pending_sends() noexcept {
       }
       w.wr_id = send_wr_id(lane_id, seq);
       if (n > 0) v.swr[n - 1].next = &w;
-      if (d.is_inline()) ++stats_.inline_sent;
+      if (w.send_flags & IBV_SEND_INLINE) ++stats_.inline_sent;
     }
     if (n == 0) break;  // this QP's send queue is full: wait for completions
     // ... and the last of the list when it holds a buffer (so buffers come back when traffic
     // stops) or when the QP's send queue is nearly full.
-    if (lane.unsignaled != 0 && (send_queue_.at(n - 1).buffer != kNoBuffer ||
+    const Descriptor& tail = send_queue_.at(n - 1);
+    if (lane.unsignaled != 0 && (inflight_what(tail, inline_post_limit_) != kNoBuffer ||
                                  lane.in_flight() + lane.interval >= lane.depth)) {
       v.swr[n - 1].send_flags |= IBV_SEND_SIGNALED;
       lane.unsignaled = 0;
     }
     ++stats_.doorbells;
+    const Status posted = lane.qp->post_send(v.swr[0]);
+    // Buffers posted inline were copied by the post (or, if it failed, are reported below with
+    // the rest of the lane): spare again either way.
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const Descriptor& d = send_queue_.at(i);
+      if (!d.is_inline() && !(d.flags & Descriptor::kOp) && d.length <= inline_post_limit_)
+        (void)buffers_.send_done(d.buffer);
+    }
     send_queue_.pop(n);
     pending -= n;
-    if (lane.qp->post_send(v.swr[0]) != Status::kOk) {
+    if (posted != Status::kOk) {
       // The provider refused the list (part of it may be posted): stop the QP so everything
       // flushes, and report every in-flight send of the lane as flushed — none is known done.
       try {

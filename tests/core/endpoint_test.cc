@@ -2,9 +2,11 @@
 // and the endpoint's counters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "endpoint_support.h"
 #include "unet/core/endpoint.h"
@@ -63,10 +65,11 @@ TEST_P(EndpointTest, MixedSizesArriveInOrderIntactWithInlineCounted) {
   const std::uint32_t max = a_->max_message();
   const std::uint32_t sizes[] = {1, 7, a_->inline_threshold(), a_->inline_threshold() + 1, 100, 1000, max - 1, max};
   constexpr std::uint32_t kMessages = 400;
-  std::uint32_t expected_inline = 0, received = 0;
+  std::uint32_t expected_inline = 0, expected_inline_posts = 0, received = 0;
   for (std::uint32_t m = 0; m < kMessages; ++m) {
     std::uint32_t len = sizes[m % std::size(sizes)];
     expected_inline += len <= a_->inline_threshold();
+    expected_inline_posts += len <= std::max(a_->inline_threshold(), a_->inline_post_limit());
     send(m, len);
     // UD is unreliable: keep at most a few messages in flight so none is dropped for lack of a
     // posted buffer; RC gets the same pacing for symmetry.
@@ -85,10 +88,41 @@ TEST_P(EndpointTest, MixedSizesArriveInOrderIntactWithInlineCounted) {
     }
     ASSERT_EQ(received, m + 1) << "message " << m << " did not arrive";
   }
-  EXPECT_EQ(a_->stats().inline_sent, expected_inline);
+  EXPECT_EQ(a_->stats().inline_sent, expected_inline_posts);
   EXPECT_EQ(b_->stats().inline_received, expected_inline);
   EXPECT_EQ(b_->stats().received, kMessages);
   EXPECT_EQ(b_->stats().unknown_tag_drops, 0u);
+  EXPECT_EQ(a_->stats().send_errors, 0u);
+}
+
+// Buffer sends up to inline_post_limit() go with IBV_SEND_INLINE: the device copied them at the
+// post, so their buffers are spare again at once, before any send completion.
+TEST_P(EndpointTest, SmallBufferSendsAreSpareAgainOncePosted) {
+  const std::uint32_t len = std::min(a_->inline_post_limit(), a_->max_message());
+  ASSERT_GT(len, a_->inline_threshold()) << "the device takes no inline send beyond a descriptor's payload";
+  std::vector<BufferId> held;
+  for (BufferId b = kNoBuffer; a_->acquire_buffer(b) == Status::kOk;) held.push_back(b);
+  const auto spare = static_cast<std::uint32_t>(held.size());
+  ASSERT_GT(spare, 0u);
+  for (std::uint32_t m = 0; m < spare; ++m) {
+    auto bytes = a_->buffer(held[m]);
+    for (std::uint32_t i = 0; i < len; ++i) bytes[i] = pattern(m, i);
+    ASSERT_EQ(a_->send(ab_, held[m], len), Status::kOk);
+  }
+  EXPECT_EQ(a_->acquire_buffer(held[0]), Status::kNoResource) << "all buffers are queued";
+  ASSERT_GE(a_->poll(), static_cast<int>(spare));  // posts every one
+  std::uint32_t again = 0;
+  for (BufferId b = kNoBuffer; a_->acquire_buffer(b) == Status::kOk;) ++again;
+  EXPECT_EQ(again, spare) << "buffers posted inline must be spare once posted";
+  EXPECT_EQ(a_->stats().inline_sent, spare);
+  for (std::uint32_t m = 0; m < spare; ++m) {
+    Descriptor d;
+    ASSERT_TRUE(wait_receive(*a_, *b_, d, 10s)) << "message " << m;
+    ASSERT_EQ(d.length, len);
+    const std::byte* p = b_->buffer(d.buffer).data();
+    for (std::uint32_t i = 0; i < len; ++i) ASSERT_EQ(p[i], pattern(m, i)) << "message " << m << " byte " << i;
+    ASSERT_EQ(b_->release(d.buffer), Status::kOk);
+  }
   EXPECT_EQ(a_->stats().send_errors, 0u);
 }
 

@@ -68,6 +68,10 @@ struct EndpointConfig {
   std::uint32_t send_queue_depth = 128;    // descriptors the send queue holds
   std::uint32_t recv_queue_depth = 256;    // descriptors the receive queue holds
   std::uint32_t inline_threshold = Descriptor::kInlineBytes;  // clamped to the device's inline
+  // Segment-buffer sends up to this many bytes (clamped to the device's inline limit; 0: none)
+  // are posted with IBV_SEND_INLINE: the device copies them at post, so the buffer is spare again
+  // at once and the send needs no completion.
+  std::uint32_t inline_post_limit = 256;
   std::uint32_t max_channels = 64;
   std::uint32_t signal_interval = 16;      // one signaled send in this many, per QP
   // RC: how long a silent peer takes to be declared dead, about 4.096 us * 2^ack_timeout *
@@ -125,6 +129,8 @@ class Endpoint {
   const EndpointConfig& config() const noexcept { return config_; }
   const EndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t inline_threshold() const noexcept { return inline_threshold_; }
+  // Segment-buffer sends up to this size are posted inline (EndpointConfig::inline_post_limit).
+  std::uint32_t inline_post_limit() const noexcept { return inline_post_limit_; }
   // Largest message a send may carry: the buffer size (RC) or the path MTU (UD).
   std::uint32_t max_message() const noexcept { return max_message_; }
 
@@ -245,6 +251,7 @@ class Endpoint {
   EndpointConfig config_;
   EndpointStats stats_;
   std::uint32_t inline_threshold_ = 0;
+  std::uint32_t inline_post_limit_ = 0;
   std::uint32_t max_message_ = 0;
   std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
   std::unique_ptr<Verbs> v_;               // device objects (verbs/ types stay out of this header)
