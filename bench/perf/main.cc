@@ -42,7 +42,9 @@ DEFINE_bool(a, false, "run every size from 2 to 8388608 bytes (powers of two)");
 DEFINE_int64(n, 1000, "timed iterations per size (default 1000; 5000 for da_write_bw)");
 DEFINE_string(c, "RC", "transport: RC or UD (UD for ep_* only)");
 DEFINE_int32(I, 44,
-             "inline threshold: messages up to this size travel inside the descriptor (max 44)");
+             "largest inline send (as perftest's -I): up to 44 bytes travel inside the descriptor, "
+             "larger ones are posted inline from their segment buffer; clamped to the device "
+             "(default: the endpoint's, 44 and 256)");
 DEFINE_bool(R, false, "set the channel up through rdma_cm");
 DEFINE_bool(e, false, "wait on completion events instead of polling");
 DEFINE_bool(F, false, "accepted for perftest compatibility; no effect");

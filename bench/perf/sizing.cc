@@ -12,7 +12,12 @@ core::EndpointConfig endpoint_config(const PerfConfig& c, std::uint32_t size) {
   e.gid_index = c.gid_index;
   e.transport = c.transport;
   e.mode = c.mode;
-  if (c.inline_size) e.inline_threshold = *c.inline_size;
+  // -I is perftest's largest IBV_SEND_INLINE size: messages up to it ride inside the descriptor
+  // (at most 44 bytes) or are posted inline from their segment buffer.
+  if (c.inline_size) {
+    e.inline_threshold = *c.inline_size;
+    e.inline_post_limit = *c.inline_size;
+  }
   e.send_queue_depth = 128;
   e.recv_queue_depth = 256;
   if (c.mode == core::Mode::kDirectAccess) {

@@ -90,7 +90,7 @@ const BadCase kBadCases[] = {
        f.mode = "base";
      },
      "--mode base does not fit --test da_read_lat"},
-    {"inline_too_big", [](RawFlags& f) { f.inline_size = 45; }, "-I 45 is out of range (0 .. 44)"},
+    {"inline_too_big", [](RawFlags& f) { f.inline_size = 4097; }, "-I 4097 is out of range (0 .. 4096)"},
     {"batch_zero",
      [](RawFlags& f) {
        f.test = "ep_bw";
