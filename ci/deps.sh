@@ -11,6 +11,9 @@ UNET_BUILD_PACKAGES=(
 )
 # The tools users compare unet with, and the ones the device tests drive.
 UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2)
+# bench/compare's other peers (ucx_perftest, sockperf; rstream is in rdmacm-utils), its plots,
+# and callgrind for the instruction counts in bench/.
+UNET_COMPARE_PACKAGES=(ucx-utils sockperf python3 python3-matplotlib valgrind)
 
 missing_packages() {
   local p
@@ -33,6 +36,8 @@ ensure_packages() {
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-ensure_unet_deps() { ensure_packages "${UNET_BUILD_PACKAGES[@]}" "${UNET_TOOL_PACKAGES[@]}"; }
+ensure_unet_deps() {
+  ensure_packages "${UNET_BUILD_PACKAGES[@]}" "${UNET_TOOL_PACKAGES[@]}" "${UNET_COMPARE_PACKAGES[@]}"
+}
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then ensure_unet_deps; fi

@@ -1,0 +1,375 @@
+#!/usr/bin/python3
+"""bench/compare: unet beside the tools users trust, in one run on one device.
+
+Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat, ib_read_lat,
+ib_send_bw, ib_write_bw — with the same sizes and iteration counts, interleaved (the order of each
+pair alternates between rounds), for several rounds, and reports for each pair the median of the
+rounds and the median unet / peer ratio with its spread (min..max over rounds): emulated timings
+are noisy, ratios within one run are what mean something. Context peers that have no unet twin
+in this issue run once per round beside them: ucx_perftest over rc_verbs (am_lat, am_bw),
+rsockets (rstream) and kernel TCP over the VM's veth (sockperf ping-pong).
+
+Writes OUT/results.json (every sample, the configuration), OUT/results.md (the table) and
+OUT/latency.png, OUT/bandwidth.png (log-log, peers overlaid; needs python3-matplotlib).
+
+Run where an RDMA device exists (a NIC, host rxe, or inside ci/rxe-vm); ci/main.sh does that.
+Every process is bounded by a timeout; a tool that fails or prints no figure fails the run.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+LAT, BW = "lat", "bw"
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", required=True, help="unet build directory (holds bench/unet_perf)")
+    p.add_argument("--device", default=os.environ.get("UNET_DEVICE", ""), help="RDMA device (default: first)")
+    p.add_argument("--gid", type=int, default=None, help="GID index (default: chosen like perftest)")
+    p.add_argument("--address", default=os.environ.get("UNET_RXE_ADDR0", ""),
+                   help="IP address of the device's netdev, for rstream and sockperf (skipped if empty)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--lat-iters", type=int, default=2000)
+    p.add_argument("--bw-iters", type=int, default=2000)
+    p.add_argument("--lat-sizes", default="8,64,1024")
+    p.add_argument("--bw-sizes", default="64,65536")
+    p.add_argument("--port", type=int, default=18515)
+    p.add_argument("--timeout", type=int, default=300, help="seconds for any one process")
+    p.add_argument("--no-context", action="store_true", help="skip ucx_perftest, rstream and sockperf")
+    p.add_argument("--out", default=None, help="output directory (default BUILD/compare)")
+    a = p.parse_args()
+    if a.rounds < 1 or a.lat_iters < 1 or a.bw_iters < 1:
+        p.error("--rounds and iteration counts must be positive")
+    try:
+        a.lat_sizes = [int(s) for s in a.lat_sizes.split(",")]
+        a.bw_sizes = [int(s) for s in a.bw_sizes.split(",")]
+    except ValueError:
+        p.error("sizes are comma-separated byte counts")
+    if not a.device:
+        devs = sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else []
+        if not devs:
+            print("compare: no RDMA device (run inside ci/rxe-vm, or set up rxe: ci/rxe-host)", file=sys.stderr)
+            # 77: "skipped" to ctest, unless UNET_REQUIRE_DEVICE=1 makes a missing device a failure.
+            sys.exit(1 if os.environ.get("UNET_REQUIRE_DEVICE") == "1" else 77)
+        a.device = devs[0]
+    if a.gid is None:
+        a.gid = perftest_gid(a.device)
+    a.out = a.out or os.path.join(a.build, "compare")
+    a.unet_perf = os.path.join(a.build, "bench", "unet_perf")
+    if not os.access(a.unet_perf, os.X_OK):
+        p.error(f"{a.unet_perf} is not built")
+    return a
+
+
+def perftest_gid(device):
+    """The GID index perftest would pick: the first IPv4-mapped RoCEv2 GID, else 0."""
+    base = f"/sys/class/infiniband/{device}/ports/1"
+    try:
+        for name in sorted(os.listdir(f"{base}/gids"), key=int):
+            gid = open(f"{base}/gids/{name}").read().strip()
+            kind = open(f"{base}/gid_attrs/types/{name}").read().strip()
+            if gid.startswith("0000:0000:0000:0000:0000:ffff") and "v2" in kind:
+                return int(name)
+    except OSError:
+        pass
+    return 0
+
+
+class ToolError(RuntimeError):
+    pass
+
+
+def pinning():
+    """Server and client on different CPUs when there are two: two busy-polling processes on one
+    CPU (or a VM's vCPU) take turns by scheduler tick, and medians jump to milliseconds."""
+    import shutil
+    if shutil.which("taskset") and (os.cpu_count() or 1) >= 2:
+        return ["taskset", "-c", "0"], ["taskset", "-c", "1"]
+    return [], []
+
+
+PIN_SERVER, PIN_CLIENT = pinning()
+
+
+def run_pair(server, client, timeout, settle=2.0):
+    """Starts `server`, waits `settle` seconds (perftest's server is not always listening after
+    1 s under TCG), runs `client`; returns the client's output. Both bounded by `timeout`."""
+    server, client = PIN_SERVER + server, PIN_CLIENT + client
+    srv = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(settle)
+        try:
+            cli = subprocess.run(client, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"{' '.join(client)}: no result within {timeout} s")
+        try:
+            srv_out, _ = srv.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"{' '.join(server)}: server did not finish within {timeout} s")
+        if cli.returncode != 0 or srv.returncode != 0:
+            raise ToolError(f"{' '.join(client)} exited {cli.returncode} (server {srv.returncode}):\n"
+                            f"{cli.stdout[-2000:]}\n--- server:\n{srv_out[-1000:]}")
+        return cli.stdout
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+
+
+def table_row(out, size, columns):
+    """The row for `size` of a perftest-format table (unet_perf prints the same)."""
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= columns and f[0] == str(size) and re.fullmatch(r"[0-9.]+", f[2]):
+            return f
+    raise ToolError(f"no {size}-byte row in:\n{out[-1500:]}")
+
+
+def perftest_latency(out, size):
+    value = table_row(out, size, 9)[4]  # t_typical (median)
+    if not re.fullmatch(r"[0-9.]+", value):
+        raise ToolError(f"latency '{value}' for {size} B")
+    return float(value)
+
+
+def perftest_bw(out, size):
+    f = table_row(out, size, 5)
+    return float(f[3]), float(f[4])  # BW average [MB/s], MsgRate [Mpps]
+
+
+def ucx_final(out):
+    for line in out.splitlines():
+        if line.startswith("Final:"):
+            return [float(x) for x in line.split()[1:]]
+    raise ToolError(f"no 'Final:' line in:\n{out[-1500:]}")
+
+
+class Runner:
+    def __init__(self, a):
+        self.a = a
+        self.port = a.port
+
+    def next_port(self):
+        """A fresh TCP port per pair (cycling through 200), so a slow socket close never collides."""
+        self.port = self.a.port + (self.port - self.a.port + 1) % 200
+        return self.port
+
+    def perftest(self, tool, size, iters, extra=()):
+        port = str(self.next_port())
+        cmd = [tool, "-d", self.a.device, "-x", str(self.a.gid), "-s", str(size), "-n", str(iters), "-p", port, "-F",
+               *extra]
+        out = run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout)
+        if tool.endswith("_lat") and not re.fullmatch(r"[0-9.]+", table_row(out, size, 9)[4]):
+            out = run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout)  # TCG sometimes yields "inf"
+        return out
+
+    def unet(self, test, size, iters):
+        port = str(self.next_port())
+        cmd = [self.a.unet_perf, "--test", test, "-d", self.a.device, "-x", str(self.a.gid), "-s", str(size),
+               "-n", str(iters), "-p", port, "--timeout_ms", str(self.a.timeout * 1000)]
+        return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, settle=1.0)
+
+    def ucx(self, test, size, iters):
+        port = str(self.next_port())
+        cmd = ["ucx_perftest", "-p", port]
+        # UCT's short active messages carry at most a few dozen bytes on rc_verbs; larger ones are
+        # bcopy (copied into a bounce buffer, as unet's base-level endpoint copies into its segment).
+        layout = "short" if size <= 64 else "bcopy"
+        client = cmd + ["127.0.0.1", "-d", f"{self.a.device}:1", "-x", "rc_verbs", "-t", test, "-D", layout,
+                        "-s", str(size), "-n", str(iters)]
+        return run_pair(cmd, client, self.a.timeout)
+
+    def rstream(self, size, iters):
+        server = ["rstream", "-b", self.a.address, "-S", str(size), "-C", str(iters)]
+        client = ["rstream", "-s", self.a.address, "-S", str(size), "-C", str(iters)]
+        out = run_pair(server, client, self.a.timeout)
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 8 and rstream_count(f[1]) == size:
+                return float(f[7])  # usec/xfer
+        raise ToolError(f"no rstream result in:\n{out[-1500:]}")
+
+    def sockperf(self, size, seconds=2):
+        port = str(self.next_port())
+        server = PIN_SERVER + ["sockperf", "server", "--tcp", "-i", self.a.address, "-p", port]
+        srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)
+            out = subprocess.run(PIN_CLIENT + ["sockperf", "ping-pong", "--tcp", "-i", self.a.address, "-p", port, "-m",
+                                  str(max(size, 14)), "-t", str(seconds)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, timeout=self.a.timeout).stdout
+        finally:
+            srv.kill()
+            srv.wait()
+        m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
+        if not m:
+            raise ToolError(f"no sockperf median in:\n{out[-1500:]}")
+        return float(m.group(1))
+
+
+def rstream_count(text):
+    """rstream prints sizes and counts as 64, 1k, 4m (powers of 1024)."""
+    m = re.fullmatch(r"([0-9]+)([kmg]?)", text)
+    if not m:
+        return None
+    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2)]
+
+
+def cases(a):
+    """(name, kind, size, unet test, perftest tool, extra perftest flags, metric)."""
+    out = []
+    for s in a.lat_sizes:
+        out.append((f"ep_lat {s} B", LAT, s, "ep_lat", "ib_send_lat", (), "t_typical us"))
+    out.append(("da_write_lat 8 B", LAT, 8, "da_write_lat", "ib_write_lat", (), "t_typical us"))
+    out.append(("da_read_lat 8 B", LAT, 8, "da_read_lat", "ib_read_lat", (), "t_typical us"))
+    for s in a.bw_sizes:
+        metric = "MsgRate Mpps" if s <= 1024 else "BW average MB/s"
+        out.append((f"ep_bw {s} B", BW, s, "ep_bw", "ib_send_bw", (), metric))
+    big = max(a.bw_sizes)
+    out.append((f"da_write_bw {big} B", BW, big, "da_write_bw", "ib_write_bw", (), "BW average MB/s"))
+    return out
+
+
+def figures(kind, size, out):
+    """The run's figures: latency, or bandwidth and message rate; `value` is the one compared."""
+    if kind == LAT:
+        lat = perftest_latency(out, size)
+        return {"value": lat, "latency_us": lat}
+    bw, rate = perftest_bw(out, size)
+    return {"value": rate if size <= 1024 else bw, "bw_MBps": bw, "msg_rate_Mpps": rate}
+
+
+def main():
+    a = parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    r = Runner(a)
+    plan = cases(a)
+    results = {c[0]: {"kind": c[1], "size": c[2], "unet_test": c[3], "peer": c[4], "metric": c[6],
+                      "unet": [], "peer_values": [], "unet_runs": [], "peer_runs": []} for c in plan}
+    context = {}
+    print(f"compare: device {a.device}, GID {a.gid}, {a.rounds} rounds, latency {a.lat_iters} / "
+          f"bandwidth {a.bw_iters} iterations", flush=True)
+    for rnd in range(a.rounds):
+        for name, kind, size, test, tool, extra, _ in plan:
+            iters = a.lat_iters if kind == LAT else a.bw_iters
+            first_unet = rnd % 2 == 1  # alternate who goes first
+            order = ["unet", "peer"] if first_unet else ["peer", "unet"]
+            got = {}
+            for who in order:
+                out = r.unet(test, size, iters) if who == "unet" else r.perftest(tool, size, iters, extra)
+                got[who] = figures(kind, size, out)
+            x = results[name]
+            x["unet"].append(got["unet"]["value"])
+            x["peer_values"].append(got["peer"]["value"])
+            x["unet_runs"].append(got["unet"])
+            x["peer_runs"].append(got["peer"])
+            print(f"round {rnd + 1}: {name:<22} unet {x['unet'][-1]:<10g} {tool} {x['peer_values'][-1]:<10g} "
+                  f"ratio {x['unet'][-1] / x['peer_values'][-1]:.3f}", flush=True)
+        if not a.no_context:
+            run_context(a, r, context)
+    summary = summarize(results)
+    write_outputs(a, results, summary, context)
+    return 0
+
+
+def run_context(a, r, context):
+    """Peers without a unet twin here: one sample each per round, for the table and the plots."""
+    def add(key, value):
+        context.setdefault(key, []).append(value)
+    for s in a.lat_sizes:
+        add(f"ucx_perftest am_lat {s} B", ucx_final(r.ucx("am_lat", s, a.lat_iters))[1])  # 50%ile us
+    add("ucx_perftest am_bw 64 B", ucx_final(r.ucx("am_bw", 64, a.bw_iters))[5] / 1e6)  # msg/s -> Mpps
+    if a.address:
+        for s in a.lat_sizes:
+            add(f"rstream {s} B", r.rstream(s, a.lat_iters))
+        for s in a.lat_sizes:
+            add(f"sockperf TCP {s} B", r.sockperf(s))
+    print("context: " + "  ".join(f"{k} {v[-1]:g}" for k, v in context.items()), flush=True)
+
+
+def summarize(results):
+    rows = []
+    for name, x in results.items():
+        ratios = [u / p for u, p in zip(x["unet"], x["peer_values"])]
+        better_low = x["kind"] == LAT
+        rows.append({"case": name, "metric": x["metric"], "unet_median": statistics.median(x["unet"]),
+                     "peer": x["peer"], "peer_median": statistics.median(x["peer_values"]),
+                     "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+                     "ratio_max": max(ratios), "lower_is_better": better_low})
+    return rows
+
+
+def write_outputs(a, results, summary, context):
+    config = {k: v for k, v in vars(a).items() if k not in ("out",)}
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"config": config, "pairs": results, "summary": summary, "context": context}, f, indent=2)
+    lines = [f"# unet vs peers — {a.device}, {a.rounds} rounds, medians", "",
+             "| case | metric | unet | peer | peer value | unet / peer (median) | spread |",
+             "|---|---|---:|---|---:|---:|---|"]
+    for s in summary:
+        lines.append(f"| {s['case']} | {s['metric']} | {s['unet_median']:g} | {s['peer']} | {s['peer_median']:g} "
+                     f"| **{s['ratio_median']:.3f}** | {s['ratio_min']:.3f}..{s['ratio_max']:.3f} |")
+    if context:
+        lines += ["", "| context peer | median |", "|---|---:|"]
+        lines += [f"| {k} | {statistics.median(v):g} |" for k, v in context.items()]
+    lines += ["", "Latency: half round trip in microseconds (lower is better; da_read_lat and ib_read_lat: one "
+              "READ round trip). Rates: higher is better. Ratio = unet / peer per round; median and min..max."]
+    md = "\n".join(lines) + "\n"
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write(md)
+    print(md)
+    plot(a, results, context)
+    print(f"compare: wrote {a.out}/results.json, results.md, latency.png, bandwidth.png")
+
+
+def plot(a, results, context):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def series(kind, test, field):
+        """(size, unet median, peer median, peer name) of `field` for every case of `test`."""
+        return sorted((x["size"], statistics.median(r[field] for r in x["unet_runs"]),
+                       statistics.median(r[field] for r in x["peer_runs"]), x["peer"])
+                      for x in results.values() if x["kind"] == kind and x["unet_test"] == test)
+
+    for kind, fname, ylabel, field, tests in (
+            (LAT, "latency.png", "half round trip [us]", "latency_us", ("ep_lat",)),
+            (BW, "bandwidth.png", "BW average [MB/s]", "bw_MBps", ("ep_bw", "da_write_bw"))):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for test in tests:
+            pts = series(kind, test, field)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"unet {test}")
+                ax.plot([p[0] for p in pts], [p[2] for p in pts], "s--", label=pts[0][3])
+        if kind == LAT:
+            for prefix in ("ucx_perftest am_lat", "rstream", "sockperf TCP"):
+                pts = sorted((int(k.split()[-2]), statistics.median(v)) for k, v in context.items()
+                             if k.startswith(prefix))
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "^:", label=prefix)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size [bytes]")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"unet vs peers on {a.device} (median of {a.rounds} rounds)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(a.out, fname), dpi=110)
+        plt.close(fig)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ToolError as e:
+        print(f"compare: {e}", file=sys.stderr)
+        sys.exit(1)
