@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "connect.h"
@@ -99,20 +100,21 @@ RawFlags raw_flags(int argc, char** argv) {
 }
 
 // Opens a tiny endpoint on the configured device and port, so that a bad -d, -i or -x ends the
-// run before any networking. Returns the endpoint's inline threshold and largest message.
-std::pair<std::uint32_t, std::uint32_t> probe_device(const PerfConfig& c) {
+// run before any networking. Returns the endpoint's inline threshold, inline post limit and
+// largest message.
+std::tuple<std::uint32_t, std::uint32_t, std::uint32_t> probe_device(const PerfConfig& c) {
   core::EndpointConfig e;
   e.device = c.device;
   e.port = c.ib_port;
   e.gid_index = c.gid_index;
   e.transport = c.transport;
-  if (c.inline_size) e.inline_threshold = *c.inline_size;
+  if (c.inline_size) e.inline_threshold = e.inline_post_limit = *c.inline_size;
   e.buffers = 2;
   e.free_queue_depth = 1;
   e.send_queue_depth = 4;
   e.recv_queue_depth = 4;
   core::Endpoint ep(e);
-  return {ep.inline_threshold(), ep.max_message()};
+  return {ep.inline_threshold(), ep.inline_post_limit(), ep.max_message()};
 }
 
 struct FreeMemory {
@@ -228,8 +230,9 @@ int main(int argc, char** argv) {
   try {
     RunInfo info;
     info.device = cfg.device.empty() ? "(the first device)" : cfg.device;
-    const auto [inline_threshold, max_message] = probe_device(cfg);
+    const auto [inline_threshold, inline_post_limit, max_message] = probe_device(cfg);
     info.inline_threshold = cfg.mode == core::Mode::kDirectAccess ? 0 : inline_threshold;
+    info.inline_post_limit = cfg.mode == core::Mode::kDirectAccess ? 0 : inline_post_limit;
     if (cfg.transport == core::Transport::kUd && !cfg.all_sizes && cfg.sizes.front() > max_message)
       die("-s " + std::to_string(cfg.sizes.front()) +
           " exceeds the largest UD message, the path MTU (" + std::to_string(max_message) +

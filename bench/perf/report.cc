@@ -76,7 +76,8 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
        (c.events ? "waiting on completion events" : "polling") +
        (c.mode == core::Mode::kDirectAccess
             ? std::string(", one-sided operations (no inline data)")
-            : ", inline threshold " + std::to_string(info.inline_threshold) + " bytes") +
+            : ", inline " + std::to_string(info.inline_threshold) + " bytes in the descriptor, up to " +
+                  std::to_string(std::max(info.inline_threshold, info.inline_post_limit)) + " posted inline") +
        (c.is_latency() ? ""
                        : ", --batch " + std::to_string(c.batch) + " (descriptors per doorbell)") +
        "\n";
@@ -104,7 +105,7 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
   w.key("Device").value(info.device);
   w.key("Connection_type").value(transport_name(c.transport));
   w.key("Mode").value(c.mode == core::Mode::kDirectAccess ? "direct-access" : "base-level");
-  w.key("Max_inline_data").value(info.inline_threshold);
+  w.key("Max_inline_data").value(std::max(info.inline_threshold, info.inline_post_limit));
   w.key("rdma_cm_QPs").value(c.rdma_cm ? "ON" : "OFF");
   w.key("Data_ex_method").value(c.rdma_cm ? "rdma_cm" : "Ethernet");
   w.key("Test with events").value(c.events ? "ON" : "OFF");

@@ -50,8 +50,9 @@ struct SizeResult {
 // What only the device tells: for the banner and the report.
 struct RunInfo {
   std::string device;                  // the device actually opened
-  std::uint32_t inline_threshold = 0;  // the endpoint's effective one
+  std::uint32_t inline_threshold = 0;   // the endpoint's effective one (inside the descriptor)
   double ticks_per_us = 0;
+  std::uint32_t inline_post_limit = 0;  // buffer sends posted inline up to this size
 };
 
 // The lines printed before the table, each starting with '#', e.g.
