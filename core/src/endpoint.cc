@@ -149,6 +149,7 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     ch.qp->connect(local, remote, v_->path);
     ch.lane = add_lane(*ch.qp, id);
     (void)v_->tags.add(ch.qp->qp_num(), id);  // a fresh QP number: cannot clash
+    last_rc_qpn_ = 0;
   } else {
     if (remote.qkey != local.qkey)
       verbs::throw_error("accept_offer", "endpoint", EPROTO, "the peer uses another Q_Key");
@@ -174,6 +175,7 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
   Channel& ch = *channels_[id];
   if (ch.state != Channel::State::kOpen && ch.state != Channel::State::kFailed) return Status::kClosed;
   ch.state = Channel::State::kClosed;
+  last_rc_qpn_ = 0;  // forget the remembered tag
   if (verbs::QueuePair* qp = ch.rc_qp()) {
     (void)v_->tags.remove(qp->qp_num());
     try {
@@ -196,6 +198,7 @@ int Endpoint::service_channels() noexcept {
     if (!ch->cm || ch->state == Channel::State::kClosed) continue;
     if (ch->cm->wait_disconnected(std::chrono::milliseconds(0)) != Status::kOk) continue;
     (void)v_->tags.remove(ch->cm->qp().qp_num());  // the QP is in ERROR: its sends flush
+    last_rc_qpn_ = 0;
     ch->state = Channel::State::kClosed;
     ++closed;
   }
@@ -242,6 +245,7 @@ ChannelId Endpoint::adopt_cm(std::unique_ptr<verbs::CmConnection> conn) {
   ch->cm = std::move(conn);
   ch->lane = add_lane(ch->cm->qp(), id);
   (void)v_->tags.add(ch->cm->qp().qp_num(), id);
+  last_rc_qpn_ = 0;
   ch->state = Channel::State::kOpen;
   channels_.push_back(std::move(ch));
   return id;

@@ -143,7 +143,7 @@ int Endpoint::post_pending_sends() noexcept {
     const std::uint32_t lane_id = fc->lane;
     Lane& lane = *lanes_[lane_id];
     const std::uint32_t limit = std::min({pending, kBatch, lane.depth - lane.in_flight()});
-    std::uint32_t n = 0;
+    std::uint32_t n = 0, inline_buffers = 0;
     for (Channel* c = fc; n < limit; ++n) {
       Descriptor& d = send_queue_.at(n);
       if (n > 0) {  // the list continues while descriptors go to the same open QP
@@ -152,7 +152,9 @@ int Endpoint::post_pending_sends() noexcept {
       }
       build_wr(d, *c, n);
       ibv_send_wr& w = v.swr[n];
-      const std::uint32_t seq = lane.track(inflight_what(d, inline_post_limit_));
+      const std::uint32_t what = inflight_what(d, inline_post_limit_);
+      inline_buffers += what == kNoBuffer && !d.is_inline();
+      const std::uint32_t seq = lane.track(what);
       // Selective signaling: every `interval`-th send and every direct-access op (its caller
       // waits for it) ...
       if (++lane.unsignaled == lane.interval || (d.flags & Descriptor::kOp)) {
@@ -176,10 +178,12 @@ int Endpoint::post_pending_sends() noexcept {
     const Status posted = lane.qp->post_send(v.swr[0]);
     // Buffers posted inline were copied by the post (or, if it failed, are reported below with
     // the rest of the lane): spare again either way.
-    for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t i = 0; inline_buffers > 0 && i < n; ++i) {
       const Descriptor& d = send_queue_.at(i);
-      if (!d.is_inline() && !(d.flags & Descriptor::kOp) && d.length <= inline_post_limit_)
+      if (!d.is_inline() && inflight_what(d, inline_post_limit_) == kNoBuffer) {
         (void)buffers_.send_done(d.buffer);
+        --inline_buffers;
+      }
     }
     send_queue_.pop(n);
     pending -= n;
@@ -292,40 +296,59 @@ void Endpoint::arrived(std::size_t i) noexcept {
       ch = v_->tags.find(UdTag{wc.src_qp, verbs::grh_source_gid(grh)});
       len = wc.byte_len >= verbs::kGrhBytes ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes) : 0;
     } else {
-      ch = v_->tags.find(wc.qp_num);
+      if (wc.qp_num != last_rc_qpn_) {  // a run of arrivals on one QP looks its tag up once
+        last_rc_qpn_ = wc.qp_num;
+        last_rc_channel_ = v_->tags.find(wc.qp_num);
+      }
+      ch = last_rc_channel_;
       len = wc.byte_len;
     }
     if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
     if (ch == kNoChannel) ++stats_.unknown_tag_drops;
   }
-  Descriptor up;  // the upcall's descriptor lives here, not in the receive queue
-  Descriptor* d = ch == kNoChannel ? nullptr : upcall_ ? &up : recv_queue_.reserve();
-  if (ch != kNoChannel && !d) ++stats_.recv_overflow_drops;
-  if (!d) {  // dropped (unknown tag, full receive queue) or failed: straight back to the free queue
+  if (ch == kNoChannel) {  // dropped (unknown tag) or failed: straight back to the free queue
     (void)release(b);
     return;
   }
-  d->channel = ch;
   const bool imm = wc.wc_flags & IBV_WC_WITH_IMM;
-  d->imm = imm ? be32toh(wc.imm_data) : 0;
+  const std::uint32_t imm_value = imm ? be32toh(wc.imm_data) : 0;
+  if (upcall_) return arrived_upcall(ch, b, len, imm, imm_value);
+  Descriptor* d = recv_queue_.reserve();
+  if (!d) {  // the application lags: counted, and the buffer goes back
+    ++stats_.recv_overflow_drops;
+    (void)release(b);
+    return;
+  }
+  describe_arrival(*d, ch, b, len, imm, imm_value);
+  recv_queue_.commit();
+  ++stats_.received;
+}
+
+// With an upcall the descriptor lives here, not in the receive queue.
+void Endpoint::arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool imm, std::uint32_t imm_value) noexcept {
+  Descriptor up;
+  describe_arrival(up, ch, b, len, imm, imm_value);
+  ++stats_.upcalls;
+  upcall_(up);
+}
+
+// Fills the receive descriptor of an arrival; a small one is copied inside it and its buffer
+// recycled at once.
+void Endpoint::describe_arrival(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t len, bool imm,
+                                std::uint32_t imm_value) noexcept {
+  d.channel = ch;
+  d.length = len;
+  d.imm = imm_value;
   const std::uint16_t imm_flag = imm ? Descriptor::kImm : 0;
-  d->length = len;
-  if (len <= inline_threshold_) {  // small: copy into the descriptor, recycle the buffer now
-    std::memcpy(d->data, segment_.get() + std::size_t{b} * config_.buffer_bytes, len);
-    d->flags = Descriptor::kInline | imm_flag;
-    d->buffer = kNoBuffer;
+  if (len <= inline_threshold_) {
+    std::memcpy(d.data, segment_.get() + std::size_t{b} * config_.buffer_bytes, len);
+    d.flags = Descriptor::kInline | imm_flag;
+    d.buffer = kNoBuffer;
     (void)release(b);
     ++stats_.inline_received;
   } else {
-    d->flags = imm_flag;
-    d->buffer = b;
-  }
-  if (upcall_) {
-    ++stats_.upcalls;
-    upcall_(*d);
-  } else {
-    recv_queue_.commit();
-    ++stats_.received;
+    d.flags = imm_flag;
+    d.buffer = b;
   }
 }
 

@@ -235,6 +235,9 @@ class Endpoint {
   // Handle completion i of the batch reap_completions() just polled.
   void send_completed(std::size_t i) noexcept;
   void arrived(std::size_t i) noexcept;
+  void arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool imm, std::uint32_t imm_value) noexcept;
+  void describe_arrival(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t len, bool imm,
+                        std::uint32_t imm_value) noexcept;
   int repost_free_buffers() noexcept;
   void prepare_post_lists() noexcept;
   void retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept;
@@ -252,6 +255,9 @@ class Endpoint {
   EndpointStats stats_;
   std::uint32_t inline_threshold_ = 0;
   std::uint32_t inline_post_limit_ = 0;
+  // RC: the last arrival's QP number and its channel (QP numbers 0 and 1 are never RC QPs).
+  std::uint32_t last_rc_qpn_ = 0;
+  ChannelId last_rc_channel_ = kNoChannel;
   std::uint32_t max_message_ = 0;
   std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
   std::unique_ptr<Verbs> v_;               // device objects (verbs/ types stay out of this header)
