@@ -1,0 +1,112 @@
+// WireHeader: the bytes in front of every U-Net Active Message — a fixed, versioned layout.
+//
+// Little-endian, 16 bytes, then `arg_count` 64-bit argument words, then `payload_length` bytes of
+// payload (not touched by the codec). Version 1:
+//
+//   offset size field
+//   0      1    magic 0xA5
+//   1      1    bits 7..4 version (1); bits 3..0 kind (1..5, see Kind)
+//   2      1    handler id (0..255)
+//   3      1    bits 2..0 argument count (0..4); bit 3 credit probe (kCredit only: "I have no
+//               credit, send me your total"); bits 7..4 reserved, zero
+//   4      2    payload length in bytes (u16)
+//   6      1    credits returned: the running total, modulo 256 (see credit_window.h)
+//   7      1    request token (a reply, error reply or store-done echoes its request's)
+//   8      4    sequence number of this message on its channel (u32; reliability.h)
+//   12     4    cumulative ack: the next sequence number the sender expects from the peer
+//   16     8*n  argument words, n = argument count (u64 each)
+//   16+8n  len  payload
+//
+// What fits in a descriptor's 44 inline bytes (core::Descriptor::kInlineBytes): the header and up
+// to 3 argument words, with 28 - 8n bytes of payload beside n words (28, 20, 12, 4); four words
+// (48 bytes) need a segment buffer.
+//
+// Rules decode() enforces, each with its own WireFault: the message is at least 16 bytes; magic and
+// version match; kind is 1..5; argument count is 0..4; reserved bits are zero; the message is
+// exactly 16 + 8n + payload_length bytes (no truncation, no trailing bytes); a credit/ack-only
+// message names no handler, token, sequence number, arguments or payload (its seq is zero: it is
+// not sequenced); only a credit/ack-only message may carry the probe bit. On any failure `out` is
+// left untouched. encode() refuses a header that decode() would refuse. Neither allocates nor
+// throws.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "unet/verbs/status.h"
+
+namespace unet::uam {
+
+inline constexpr std::uint8_t kWireMagic = 0xA5;
+inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::size_t kFixedHeaderBytes = 16;
+inline constexpr std::size_t kMaxArgs = 4;
+inline constexpr std::size_t kMaxPayload = UINT16_MAX;
+
+enum class Kind : std::uint8_t {
+  kRequest = 1,     // runs a request handler; consumes one credit
+  kReply = 2,       // runs a reply handler; answers the request named by `token`
+  kErrorReply = 3,  // the request named by `token` failed at the receiver (e.g. unknown handler)
+  kCredit = 4,      // credits and ack only: no handler, not sequenced
+  kStoreDone = 5,   // a bulk store's data is in place: runs `handler` at the receiver
+};
+
+struct Header {
+  Kind kind = Kind::kRequest;
+  std::uint8_t handler = 0;
+  std::uint8_t arg_count = 0;  // 0..kMaxArgs; words past it are not sent
+  std::uint16_t payload_length = 0;
+  std::uint8_t credits = 0;  // running total of credits returned, modulo 256
+  std::uint8_t token = 0;
+  bool probe = false;  // kCredit only: the sender is out of credit (credit_window.h)
+  std::uint32_t seq = 0;
+  std::uint32_t ack = 0;
+  std::array<std::uint64_t, kMaxArgs> args{};
+
+  friend bool operator==(const Header&, const Header&) = default;
+};
+
+// Bytes of header and arguments for `arg_count` words (payload excluded).
+constexpr std::size_t header_bytes(std::size_t arg_count) noexcept {
+  return kFixedHeaderBytes + 8 * arg_count;
+}
+// Bytes of the whole message: header, arguments and payload.
+constexpr std::size_t message_bytes(const Header& h) noexcept {
+  return header_bytes(h.arg_count) + h.payload_length;
+}
+
+static_assert(header_bytes(3) <= 44, "header + 3 words ride inside a descriptor");
+
+// Why a message was refused, one value per rule (kNone: it was accepted).
+enum class WireFault : std::uint8_t {
+  kNone,
+  kTooShort,  // fewer bytes than the fixed header, or than header + arguments
+  kBadMagic,
+  kBadVersion,
+  kBadKind,
+  kBadArgCount,     // more than kMaxArgs
+  kReservedBits,    // reserved bits of byte 3 are set
+  kLengthMismatch,  // message size != 16 + 8n + payload_length
+  kCreditFields,    // a kCredit message names a handler, token, seq, arguments or payload
+  kProbeNotCredit,  // the probe bit on a message other than kCredit
+};
+std::string_view to_string(WireFault f) noexcept;
+
+// Checks `h` against the rules above (for encode); kNone when it may be sent.
+WireFault check(const Header& h) noexcept;
+
+// Writes header and arguments (header_bytes(h.arg_count) bytes) to the front of `out`; the caller
+// places the payload after them. kInvalidArgument (nothing written) when `h` breaks a rule or
+// `out` is shorter than header_bytes(h.arg_count).
+[[nodiscard]] Status encode(const Header& h, std::span<std::byte> out) noexcept;
+
+// Reads one whole message `in`, validating every field; on kOk `out` holds its header and the
+// payload is in.subspan(header_bytes(out.arg_count)). On failure returns kInvalidArgument, sets
+// `fault` (when given) to the rule broken and leaves `out` untouched.
+[[nodiscard]] Status decode(std::span<const std::byte> in, Header& out) noexcept;
+[[nodiscard]] Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noexcept;
+
+}  // namespace unet::uam
