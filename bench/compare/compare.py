@@ -304,7 +304,7 @@ def run_context(a, r, context):
         context.setdefault(key, []).append(value)
     for s in a.lat_sizes:
         add(f"ucx_perftest am_lat {s} B", ucx_final(r.ucx("am_lat", s, a.lat_iters))[1])  # 50%ile us
-    add("ucx_perftest am_bw 64 B", ucx_final(r.ucx("am_bw", 64, a.bw_iters))[5] / 1e6)  # msg/s -> Mpps
+    add("ucx_perftest am_bw 64 B Mpps", ucx_final(r.ucx("am_bw", 64, a.bw_iters))[6] / 1e6)  # msg/s average
     if a.address:
         for s in a.lat_sizes:
             add(f"rstream {s} B", r.rstream(s, a.lat_iters))
