@@ -14,6 +14,7 @@
 #include <gflags/gflags.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "cycle_clock.h"
 #include "latency_stats.h"
 #include "options.h"
+#include "ib_send_lat_oob.h"
 #include "rc_pingpong_oob.h"
 #include "report.h"
 #include "round.h"
@@ -56,10 +58,11 @@ DEFINE_int64(warmup, 100,
 DEFINE_string(json, "", "also write the results and the configuration to this JSON file");
 DEFINE_int32(timeout_ms, 20000, "limit for every connection step and every wait");
 DEFINE_string(oob, "unet",
-              "the peer: unet (another unet_perf) or rc_pingpong (an unmodified ibv_rc_pingpong "
-              "-g IDX with the same -s and -n, and -p/-m if not default; ep_lat, RC, no warm-up "
-              "unless --warmup is given: the tool's -n counts every message)");
-DEFINE_int32(m, 1024, "--oob rc_pingpong: path MTU, as ibv_rc_pingpong's -m");
+              "the peer: unet (another unet_perf), rc_pingpong (an unmodified ibv_rc_pingpong -g IDX) "
+              "or ib_send_lat (an unmodified perftest ib_send_lat, plain or -R), run with the same -s "
+              "and -n (and -p/-m if not default); ep_lat, RC, no warm-up unless --warmup is given: "
+              "the tool's -n counts every message");
+DEFINE_int32(m, 0, "--oob rc_pingpong / ib_send_lat: path MTU, as the tool's -m (default: the tool's)");
 
 using namespace unet;
 using namespace unet::perf;
@@ -202,11 +205,34 @@ SizeResult run_with_rc_pingpong(const PerfConfig& c, const bench::CycleClock& cl
   bench::RcPingpongOptions o;
   o.host = c.host;
   o.port = c.tcp_port;
-  o.mtu = c.mtu;
+  o.mtu = c.mtu ? c.mtu : bench::kRcPingpongDefaultMtu;
   o.timeout = c.timeout;
   const core::ChannelId ch = bench::connect_rc_pingpong(ep, o);
   Round round{c, nullptr, ep, ch, size, clock, {}, {}};
   return run_ep_lat(round);
+}
+
+// --oob ib_send_lat: one size against an unmodified perftest ib_send_lat, plain or -R
+// (bench/interop/ib_send_lat_oob.h); its closing exchange after the run.
+SizeResult run_with_ib_send_lat(const PerfConfig& c, const bench::CycleClock& clock) {
+  const std::uint32_t size = c.sizes.front();
+  core::Endpoint ep(endpoint_config(c, size));
+  bench::IbSendLatOptions o;
+  o.host = c.host;
+  o.port = c.tcp_port;
+  o.mtu = c.mtu;  // 0: the port's active MTU, as the tool's default
+  o.timeout = c.timeout;
+  o.rdma_cm = c.rdma_cm;
+  bench::IbSendLatPeer peer = bench::connect_ib_send_lat(ep, o);
+  Round round{c, nullptr, ep, peer.channel(), size, clock, {}, {}};
+  SizeResult result = run_ep_lat(round);
+  peer.finish(c.timeout);
+  if (c.rdma_cm && c.is_client()) {
+    // The tool's server disconnects both connections and waits for them to complete.
+    const auto end = std::chrono::steady_clock::now() + c.timeout;
+    for (int closed = 0; closed < 2 && std::chrono::steady_clock::now() < end;) closed += ep.service_channels();
+  }
+  return result;
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -264,7 +290,9 @@ int main(int argc, char** argv) {
       const std::uint32_t size = cfg.sizes[k];
       if (progress)
         std::fprintf(stderr, "\r# %u bytes (%zu of %zu)...   ", size, k + 1, cfg.sizes.size());
-      results.push_back(session ? run_size(cfg, *session, size, clock) : run_with_rc_pingpong(cfg, clock));
+      results.push_back(session                               ? run_size(cfg, *session, size, clock)
+                        : cfg.oob == OobKind::kRcPingpong ? run_with_rc_pingpong(cfg, clock)
+                                                          : run_with_ib_send_lat(cfg, clock));
       const SizeResult& r = results.back();
       if (!r.skipped.empty())
         std::printf("# %u bytes skipped: %s\n", size, r.skipped.c_str());

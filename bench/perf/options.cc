@@ -162,22 +162,26 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
 
   if (f.oob == "unet") {
     c.oob = OobKind::kUnet;
-    if (f.mtu) return "-m sets the path MTU of --oob rc_pingpong only (unet peers use the port's)";
-  } else if (f.oob == "rc_pingpong") {
-    // The peer is an unmodified ibv_rc_pingpong: its message pattern and its exchange, nothing
-    // of ours (no settings line, no warm-up unless asked: its -n counts every message).
-    c.oob = OobKind::kRcPingpong;
-    if (c.test != TestKind::kEpLat) return "--oob rc_pingpong runs --test ep_lat only";
-    if (c.transport != core::Transport::kRc) return "--oob rc_pingpong is RC: drop -c UD";
-    if (c.all_sizes) return "--oob rc_pingpong runs one size (ibv_rc_pingpong's -s); drop -a";
-    if (c.rdma_cm) return "--oob rc_pingpong uses ibv_rc_pingpong's TCP exchange; drop -R";
+    if (f.mtu) return "-m sets the path MTU of --oob rc_pingpong or ib_send_lat only (unet peers use the port's)";
+  } else if (f.oob == "rc_pingpong" || f.oob == "ib_send_lat") {
+    // The peer is an unmodified tool: its message pattern and its exchange, nothing of ours (no
+    // settings line, no warm-up unless asked: its -n counts every message).
+    c.oob = f.oob == "rc_pingpong" ? OobKind::kRcPingpong : OobKind::kIbSendLat;
+    const std::string tool = "--oob " + f.oob;
+    if (c.test != TestKind::kEpLat) return tool + " runs --test ep_lat only";
+    if (c.transport != core::Transport::kRc) return tool + " is RC: drop -c UD";
+    if (c.all_sizes) return tool + " runs one size (the tool's -s); drop -a";
+    if (c.rdma_cm && c.oob == OobKind::kRcPingpong)
+      return "--oob rc_pingpong uses ibv_rc_pingpong's TCP exchange; drop -R";
     if (!f.warmup) c.warmup = 0;
-    const std::int64_t m = f.mtu.value_or(1024);
-    if (m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096)
-      return "-m must be 256, 512, 1024, 2048 or 4096 (ibv_rc_pingpong's -m), not " + std::to_string(m);
-    c.mtu = static_cast<std::uint32_t>(m);
+    if (f.mtu) {
+      const std::int64_t m = *f.mtu;
+      if (m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096)
+        return "-m must be 256, 512, 1024, 2048 or 4096 (the tool's -m), not " + std::to_string(m);
+      c.mtu = static_cast<std::uint32_t>(m);
+    }
   } else {
-    return "--oob must be unet or rc_pingpong, not '" + f.oob + "'";
+    return "--oob must be unet, rc_pingpong or ib_send_lat, not '" + f.oob + "'";
   }
   c.json_path = f.json;
   return c;

@@ -16,7 +16,7 @@
 namespace unet::perf {
 
 enum class TestKind : std::uint8_t { kEpLat, kEpBw, kDaWriteLat, kDaWriteBw, kDaReadLat };
-enum class OobKind : std::uint8_t { kUnet, kRcPingpong };
+enum class OobKind : std::uint8_t { kUnet, kRcPingpong, kIbSendLat };
 
 inline constexpr std::uint64_t kMaxSize = 8u << 20;         // perftest's MAX_SIZE, the top of -a
 inline constexpr std::uint64_t kMinIterations = 5;          // perftest's MIN_ITER
@@ -43,7 +43,7 @@ struct RawFlags {
   std::string json;                         // --json
   std::int64_t timeout_ms = 20000;          // --timeout_ms
   std::string oob = "unet";                 // --oob
-  std::optional<std::int64_t> mtu;          // -m (--oob rc_pingpong only)
+  std::optional<std::int64_t> mtu;          // -m (--oob rc_pingpong / ib_send_lat only)
   std::vector<std::string> hosts;           // positional arguments (0 = server, 1 = client)
 };
 
@@ -66,7 +66,7 @@ struct PerfConfig {
   std::string json_path;
   std::chrono::milliseconds timeout{20000};
   OobKind oob = OobKind::kUnet;
-  std::uint32_t mtu = 1024;  // --oob rc_pingpong: the path MTU both sides use (the tool's -m)
+  std::uint32_t mtu = 0;  // --oob rc_pingpong / ib_send_lat: the tool's -m (0: the tool's default)
   std::string host;  // "" = server
 
   bool is_client() const noexcept { return !host.empty(); }

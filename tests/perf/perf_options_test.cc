@@ -122,11 +122,13 @@ const BadCase kBadCases[] = {
     {"oob_rc_pingpong_cm", [](RawFlags& f) { f.oob = "rc_pingpong"; f.rdma_cm = true; },
      "drop -R"},
     {"oob_rc_pingpong_mtu", [](RawFlags& f) { f.oob = "rc_pingpong"; f.mtu = 1000; },
-     "-m must be 256, 512, 1024, 2048 or 4096"},
+     "-m must be 256, 512, 1024, 2048 or 4096 (the tool's -m)"},
     {"mtu_without_rc_pingpong", [](RawFlags& f) { f.mtu = 1024; },
-     "-m sets the path MTU of --oob rc_pingpong only"},
+     "-m sets the path MTU of --oob rc_pingpong or ib_send_lat only"},
+    {"oob_ib_send_lat_bw", [](RawFlags& f) { f.oob = "ib_send_lat"; f.test = "ep_bw"; },
+     "--oob ib_send_lat runs --test ep_lat only"},
     {"oob_unknown", [](RawFlags& f) { f.oob = "ssh"; },
-     "--oob must be unet or rc_pingpong, not 'ssh'"},
+     "--oob must be unet, rc_pingpong or ib_send_lat, not 'ssh'"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, PerfBadFlags, ::testing::ValuesIn(kBadCases),
