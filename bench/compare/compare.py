@@ -240,9 +240,10 @@ def cases(a):
 
 
 def measure(run, kind, size):
-    """Runs a tool and parses its figures; once more when it printed no usable figure (under TCG
-    perftest now and then prints "inf" or a zero rate). A second failure ends the run."""
-    for attempt in (1, 2):
+    """Runs a tool and parses its figures; again (up to three runs) when it printed no usable
+    figure (under TCG perftest now and then prints "inf" or a zero rate). A third failure ends the
+    run."""
+    for attempt in (1, 2, 3):
         out = run()
         try:
             f = figures(kind, size, out)
@@ -251,8 +252,8 @@ def measure(run, kind, size):
             why = f"a figure of {f['value']}"
         except (ToolError, ValueError) as e:
             why = str(e)
-        if attempt == 2:
-            raise ToolError(f"no usable figure twice ({why}):\n{out[-1500:]}")
+        if attempt == 3:
+            raise ToolError(f"no usable figure three times ({why}):\n{out[-1500:]}")
         print(f"compare: no usable figure ({why.splitlines()[0]}), running it again", flush=True)
 
 
