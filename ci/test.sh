@@ -4,10 +4,14 @@
 #   unit    on this host, always;
 #   device  natively when this host has an RDMA device, else inside ci/rxe-vm (SoftRoCE in QEMU);
 #   fault   inside ci/rxe-vm --two-dev (rxe0 and rxe1 across a veth pair), when any exist.
+# Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
+# (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
+# build runs there unchanged.
 #
 # Installs missing Debian packages itself. Environment:
-#   UNET_BUILD_DIR      build directory (default: build-ci)
-#   UNET_SANITIZE       e.g. address,undefined: a sanitizer build
+#   UNET_BUILD_DIR      build directory (default: build-ci; the sanitizer pass uses BUILD_DIR-san)
+#   UNET_SANITIZE       sanitizers of the main build (default none)
+#   UNET_SANITIZE_PASS  sanitizers of the second pass (default address,undefined; empty: no pass)
 #   UNET_REQUIRE_DEVICE 1 (CI): a device test that would skip fails instead
 #   UNET_FORCE_VM       1: use the VM even if this host has a device
 set -euo pipefail
@@ -21,22 +25,25 @@ logdir="$build/test-logs"
 
 ensure_unet_deps
 
-echo "== configure and build ($build) =="
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
-  -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=ON ${UNET_SANITIZE:+-DUNET_SANITIZE=$UNET_SANITIZE} >/dev/null
-cmake --build "$build" -j2
-mkdir -p "$logdir"
+# Configures and builds one tree: build_tree DIR [SANITIZERS].
+build_tree() {
+  echo "== configure and build ($1${2:+, sanitizers $2}) =="
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
+    -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=ON ${2:+-DUNET_SANITIZE=$2} >/dev/null
+  cmake --build "$1" -j2
+}
 
-# Runs one ctest tier, here or in the VM, keeping its output for the summary.
+# Runs one ctest tier of one tree, here or in the VM, keeping its output for the summary:
+# run_tier TREE LABEL WHERE LOGNAME [rxe-vm options].
 run_tier() {
-  local label=$1 where=$2 log="$logdir/$1.log" rc=0
-  shift 2
-  if [ -z "$(ctest --test-dir "$build" -N -L "^$label\$" | grep -E '^ *Test +#')" ]; then
+  local tree=$1 label=$2 where=$3 log="$logdir/$4.log" rc=0
+  shift 4
+  if [ -z "$(ctest --test-dir "$tree" -N -L "^$label\$" | grep -E '^ *Test +#')" ]; then
     echo "== $label: no tests with this label yet =="
     return 0
   fi
-  echo "== $label tests ($where) =="
-  local cmd=(ctest --test-dir "$build" -L "^$label\$" --output-on-failure --no-tests=error)
+  echo "== $label tests ($tree, $where) =="
+  local cmd=(ctest --test-dir "$tree" -L "^$label\$" --output-on-failure --no-tests=error)
   case $where in
     host) "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
     vm) ci/rxe-vm --timeout "${UNET_VM_TIMEOUT:-1500}" "$@" -- "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
@@ -44,15 +51,29 @@ run_tier() {
   return "$rc"
 }
 
+# Every tier of one tree: run_tiers TREE LOG-PREFIX.
+run_tiers() {
+  local tree=$1 prefix=$2 rc=0
+  run_tier "$tree" unit host "${prefix}unit" || rc=1
+  if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
+    echo "== this host has RDMA device $dev: device tests run natively =="
+    run_tier "$tree" device host "${prefix}device" || rc=1
+  else
+    run_tier "$tree" device vm "${prefix}device" || rc=1
+  fi
+  run_tier "$tree" fault vm "${prefix}fault" --two-dev || rc=1
+  return "$rc"
+}
+
 status=0
-run_tier unit host || status=1
-if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
-  echo "== this host has RDMA device $dev: device tests run natively =="
-  run_tier device host || status=1
-  run_tier fault vm --two-dev || status=1
-else
-  run_tier device vm || status=1
-  run_tier fault vm --two-dev || status=1
+build_tree "$build" "${UNET_SANITIZE:-}"
+mkdir -p "$logdir"
+rm -f "$logdir"/*.log
+run_tiers "$build" "" || status=1
+sanitize_pass=${UNET_SANITIZE_PASS-address,undefined}
+if [ -n "$sanitize_pass" ] && [ -z "${UNET_SANITIZE:-}" ]; then
+  build_tree "$build-san" "$sanitize_pass"
+  run_tiers "$build-san" "san-" || status=1
 fi
 
 # One closing line over every tier (ctest prints one per tier).
