@@ -197,40 +197,39 @@ SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
   return run_test(round);
 }
 
-// --oob rc_pingpong: one size against an unmodified ibv_rc_pingpong, which speaks its own
-// exchange (bench/interop/rc_pingpong_oob.h) and no session of ours.
-SizeResult run_with_rc_pingpong(const PerfConfig& c, const bench::CycleClock& clock) {
+// --oob rc_pingpong / ib_send_lat: one size of ep_lat against an unmodified tool, which speaks its
+// own exchange (bench/interop/) and no session of ours. The tool's connector makes the channel;
+// ib_send_lat also needs its closing step after the run.
+SizeResult run_with_tool(const PerfConfig& c, const bench::CycleClock& clock) {
   const std::uint32_t size = c.sizes.front();
   core::Endpoint ep(endpoint_config(c, size));
-  bench::RcPingpongOptions o;
-  o.host = c.host;
-  o.port = c.tcp_port;
-  o.mtu = c.mtu ? c.mtu : bench::kRcPingpongDefaultMtu;
-  o.timeout = c.timeout;
-  const core::ChannelId ch = bench::connect_rc_pingpong(ep, o);
+  std::optional<bench::IbSendLatPeer> send_lat;
+  core::ChannelId ch = core::kNoChannel;
+  if (c.oob == OobKind::kRcPingpong) {
+    bench::RcPingpongOptions o;
+    o.host = c.host;
+    o.port = c.tcp_port;
+    o.mtu = c.mtu ? c.mtu : bench::kRcPingpongDefaultMtu;
+    o.timeout = c.timeout;
+    ch = bench::connect_rc_pingpong(ep, o);
+  } else {
+    bench::IbSendLatOptions o;
+    o.host = c.host;
+    o.port = c.tcp_port;
+    o.mtu = c.mtu;  // 0: the port's active MTU, as the tool's default
+    o.timeout = c.timeout;
+    o.rdma_cm = c.rdma_cm;
+    ch = send_lat.emplace(bench::connect_ib_send_lat(ep, o)).channel();
+  }
   Round round{c, nullptr, ep, ch, size, clock, {}, {}};
-  return run_ep_lat(round);
-}
-
-// --oob ib_send_lat: one size against an unmodified perftest ib_send_lat, plain or -R
-// (bench/interop/ib_send_lat_oob.h); its closing exchange after the run.
-SizeResult run_with_ib_send_lat(const PerfConfig& c, const bench::CycleClock& clock) {
-  const std::uint32_t size = c.sizes.front();
-  core::Endpoint ep(endpoint_config(c, size));
-  bench::IbSendLatOptions o;
-  o.host = c.host;
-  o.port = c.tcp_port;
-  o.mtu = c.mtu;  // 0: the port's active MTU, as the tool's default
-  o.timeout = c.timeout;
-  o.rdma_cm = c.rdma_cm;
-  bench::IbSendLatPeer peer = bench::connect_ib_send_lat(ep, o);
-  Round round{c, nullptr, ep, peer.channel(), size, clock, {}, {}};
   SizeResult result = run_ep_lat(round);
-  peer.finish(c.timeout);
-  if (c.rdma_cm && c.is_client()) {
-    // The tool's server disconnects both connections and waits for them to complete.
-    const auto end = std::chrono::steady_clock::now() + c.timeout;
-    for (int closed = 0; closed < 2 && std::chrono::steady_clock::now() < end;) closed += ep.service_channels();
+  if (send_lat) {
+    send_lat->finish(c.timeout);
+    if (c.rdma_cm && c.is_client()) {
+      // The tool's server disconnects both connections and waits for them to complete.
+      const auto end = std::chrono::steady_clock::now() + c.timeout;
+      for (int closed = 0; closed < 2 && std::chrono::steady_clock::now() < end;) closed += ep.service_channels();
+    }
   }
   return result;
 }
@@ -290,9 +289,7 @@ int main(int argc, char** argv) {
       const std::uint32_t size = cfg.sizes[k];
       if (progress)
         std::fprintf(stderr, "\r# %u bytes (%zu of %zu)...   ", size, k + 1, cfg.sizes.size());
-      results.push_back(session                               ? run_size(cfg, *session, size, clock)
-                        : cfg.oob == OobKind::kRcPingpong ? run_with_rc_pingpong(cfg, clock)
-                                                          : run_with_ib_send_lat(cfg, clock));
+      results.push_back(session ? run_size(cfg, *session, size, clock) : run_with_tool(cfg, clock));
       const SizeResult& r = results.back();
       if (!r.skipped.empty())
         std::printf("# %u bytes skipped: %s\n", size, r.skipped.c_str());
