@@ -81,6 +81,40 @@ core::EndpointConfig lat_config(const Device& d, const LatCase& c) {
   return cfg;
 }
 
+// Makes the channel with the tool; on failure reports why with the tool's exit status and output.
+std::optional<bench::IbSendLatPeer> connect_with(Endpoint& ep, const bench::IbSendLatOptions& o, Tool& tool) {
+  try {
+    return bench::connect_ib_send_lat(ep, o);
+  } catch (const verbs::Error& e) {
+    const int rc = tool.wait_exit(5s);
+    ADD_FAILURE() << e.what() << "\nib_send_lat exit status " << rc << ", output:\n" << tool.output();
+    return std::nullopt;
+  }
+}
+
+// ITERS messages of SIZE bytes each way, in the tool's order (its client sends first), then the
+// closing exchange.
+void run_and_close(Side& side, bench::IbSendLatPeer& peer, const LatCase& c, bool we_send_first, Tool& tool) {
+  std::vector<std::byte> msg(c.size, std::byte{we_send_first ? std::uint8_t{0x5a} : std::uint8_t{0xa5}}), got;
+  for (std::uint32_t it = 0; it < c.iters; ++it) {
+    if (we_send_first) {
+      ASSERT_TRUE(side.send(msg)) << "message " << it << "\n" << tool.output();
+      ASSERT_TRUE(side.receive(got)) << "\n" << tool.output();
+      ASSERT_EQ(got.size(), c.size) << "reply " << it;
+    } else {
+      ASSERT_TRUE(side.receive(got)) << "\n" << tool.output();
+      ASSERT_EQ(got.size(), c.size) << "message " << it;
+      ASSERT_TRUE(side.send(msg)) << "reply " << it;
+    }
+  }
+  ASSERT_TRUE(side.flush());
+  try {
+    peer.finish(kWait);
+  } catch (const verbs::Error& e) {
+    ADD_FAILURE() << "closing exchange: " << e.what();
+  }
+}
+
 class IbSendLatInterop : public ::testing::TestWithParam<LatCase> {};
 
 // The tool is the server; unet connects, sends first and waits for each reply.
@@ -96,28 +130,12 @@ TEST_P(IbSendLatInterop, ToolServerUnetClient) {
   o.host = "127.0.0.1";
   o.port = static_cast<std::uint16_t>(c.port);
   o.timeout = kWait;
-  std::optional<bench::IbSendLatPeer> peer;
-  try {
-    peer.emplace(bench::connect_ib_send_lat(ep, o));
-  } catch (const verbs::Error& e) {
-    const int rc = tool.wait_exit(5s);
-    FAIL() << e.what() << "\nib_send_lat exit status " << rc << ", output:\n" << tool.output();
-  }
+  std::optional<bench::IbSendLatPeer> peer = connect_with(ep, o, tool);
+  ASSERT_TRUE(peer);
   EXPECT_EQ(peer->peer_version(), "6.06");
 
   Side side{ep, peer->channel()};
-  std::vector<std::byte> msg(c.size, std::byte{0x5a}), got;
-  for (std::uint32_t it = 0; it < c.iters; ++it) {
-    ASSERT_TRUE(side.send(msg)) << "message " << it << "\n" << tool.output();
-    ASSERT_TRUE(side.receive(got)) << "\n" << tool.output();
-    ASSERT_EQ(got.size(), c.size) << "reply " << it;
-  }
-  ASSERT_TRUE(side.flush());
-  try {
-    peer->finish(kWait);
-  } catch (const verbs::Error& e) {
-    ADD_FAILURE() << "closing exchange: " << e.what();
-  }
+  ASSERT_NO_FATAL_FAILURE(run_and_close(side, *peer, c, /*we_send_first=*/true, tool));
   const int rc = tool.wait_exit(kWait);
   const std::string out = tool.output();
   EXPECT_EQ(rc, 0) << out;
@@ -146,27 +164,11 @@ TEST_P(IbSendLatInterop, UnetServerToolClient) {
   bench::IbSendLatOptions o;
   o.listener = &listener;
   o.timeout = kWait;
-  std::optional<bench::IbSendLatPeer> peer;
-  try {
-    peer.emplace(bench::connect_ib_send_lat(ep, o));
-  } catch (const verbs::Error& e) {
-    const int rc = tool.wait_exit(5s);
-    FAIL() << e.what() << "\nib_send_lat exit status " << rc << ", output:\n" << tool.output();
-  }
+  std::optional<bench::IbSendLatPeer> peer = connect_with(ep, o, tool);
+  ASSERT_TRUE(peer);
 
   Side side{ep, peer->channel()};
-  std::vector<std::byte> msg(c.size, std::byte{0xa5}), got;
-  for (std::uint32_t it = 0; it < c.iters; ++it) {
-    ASSERT_TRUE(side.receive(got)) << "\n" << tool.output();
-    ASSERT_EQ(got.size(), c.size) << "message " << it;
-    ASSERT_TRUE(side.send(msg)) << "reply " << it;
-  }
-  ASSERT_TRUE(side.flush());
-  try {
-    peer->finish(kWait);
-  } catch (const verbs::Error& e) {
-    ADD_FAILURE() << "closing exchange: " << e.what();
-  }
+  ASSERT_NO_FATAL_FAILURE(run_and_close(side, *peer, c, /*we_send_first=*/false, tool));
   const int rc = tool.wait_exit(kWait);
   const std::string out = tool.output();
   EXPECT_EQ(rc, 0) << out;
@@ -198,28 +200,12 @@ TEST_P(IbSendLatInterop, RdmaCmToolServerUnetClient) {
   o.host = ip;
   o.port = static_cast<std::uint16_t>(c.port + 10);
   o.timeout = kWait;
-  std::optional<bench::IbSendLatPeer> peer;
-  try {
-    peer.emplace(bench::connect_ib_send_lat(ep, o));
-  } catch (const verbs::Error& e) {
-    const int rc = tool.wait_exit(5s);
-    FAIL() << e.what() << "\nib_send_lat exit status " << rc << ", output:\n" << tool.output();
-  }
+  std::optional<bench::IbSendLatPeer> peer = connect_with(ep, o, tool);
+  ASSERT_TRUE(peer);
   EXPECT_NE(peer->comm_channel(), peer->channel());
 
   Side side{ep, peer->channel()};
-  std::vector<std::byte> msg(c.size, std::byte{0x5a}), got;
-  for (std::uint32_t it = 0; it < c.iters; ++it) {
-    ASSERT_TRUE(side.send(msg)) << "message " << it << "\n" << tool.output();
-    ASSERT_TRUE(side.receive(got)) << "\n" << tool.output();
-    ASSERT_EQ(got.size(), c.size) << "reply " << it;
-  }
-  ASSERT_TRUE(side.flush());
-  try {
-    peer->finish(kWait);
-  } catch (const verbs::Error& e) {
-    ADD_FAILURE() << "closing exchange: " << e.what();
-  }
+  ASSERT_NO_FATAL_FAILURE(run_and_close(side, *peer, c, /*we_send_first=*/true, tool));
   const int rc = tool.wait_exit(kWait);
   const std::string out = tool.output();
   EXPECT_EQ(rc, 0) << out;
@@ -250,28 +236,12 @@ TEST_P(IbSendLatInterop, RdmaCmUnetServerToolClient) {
   o.rdma_cm = true;
   o.cm_listening = true;
   o.timeout = kWait;
-  std::optional<bench::IbSendLatPeer> peer;
-  try {
-    peer.emplace(bench::connect_ib_send_lat(ep, o));
-  } catch (const verbs::Error& e) {
-    const int rc = tool.wait_exit(5s);
-    FAIL() << e.what() << "\nib_send_lat exit status " << rc << ", output:\n" << tool.output();
-  }
+  std::optional<bench::IbSendLatPeer> peer = connect_with(ep, o, tool);
+  ASSERT_TRUE(peer);
   EXPECT_EQ(peer->peer_version(), "6.06");
 
   Side side{ep, peer->channel()};
-  std::vector<std::byte> msg(c.size, std::byte{0xa5}), got;
-  for (std::uint32_t it = 0; it < c.iters; ++it) {
-    ASSERT_TRUE(side.receive(got)) << "\n" << tool.output();
-    ASSERT_EQ(got.size(), c.size) << "message " << it;
-    ASSERT_TRUE(side.send(msg)) << "reply " << it;
-  }
-  ASSERT_TRUE(side.flush());
-  try {
-    peer->finish(kWait);
-  } catch (const verbs::Error& e) {
-    ADD_FAILURE() << "closing exchange: " << e.what();
-  }
+  ASSERT_NO_FATAL_FAILURE(run_and_close(side, *peer, c, /*we_send_first=*/false, tool));
   EXPECT_EQ(side.sent, c.iters);
   EXPECT_EQ(side.received, c.iters);
   EXPECT_EQ(ep.stats().send_errors, 0u);
