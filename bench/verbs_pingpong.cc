@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cycle_clock.h"
+#include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/error.h"
@@ -142,7 +142,7 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
   for (int k = 0; k < kRxDepth; ++k)
     if (!ops.recv(rwr)) die("post_recv failed");
 
-  const bench::CycleClock clock = bench::CycleClock::calibrate();
+  const core::CycleClock clock = core::CycleClock::calibrate();
   ticks_per_us = clock.ticks_per_us();
   const std::uint64_t patience = clock.ticks(std::chrono::milliseconds(FLAGS_timeout_ms));
   std::vector<std::uint64_t> stamps(total + 1);  // preallocated: nothing allocates below
@@ -151,12 +151,12 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
   // Spins until `poll` yields a completion; the deadline is read only every 4096 idle polls so
   // that waiting stays cheap.
   auto wait = [&](auto poll, const char* what) {
-    const std::uint64_t deadline = bench::CycleClock::now() + patience;
+    const std::uint64_t deadline = core::CycleClock::now() + patience;
     for (std::uint32_t idle = 0;; ++idle) {
       int n = poll(wc);
       if (n > 0) break;
       if (n < 0) die(std::string("polling failed waiting for ") + what);
-      if (idle % 4096 == 4095 && bench::CycleClock::now() > deadline)
+      if (idle % 4096 == 4095 && core::CycleClock::now() > deadline)
         die(std::string("no ") + what + " within the timeout");
     }
     if (wc.status != IBV_WC_SUCCESS)
@@ -175,7 +175,7 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
 
   for (std::size_t it = 0; it < total; ++it) {
     if (client) {
-      stamps[it] = bench::CycleClock::now();
+      stamps[it] = core::CycleClock::now();
       send(it);
       receive();
     } else {
@@ -183,7 +183,7 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
       send(it);
     }
   }
-  stamps[total] = bench::CycleClock::now();
+  stamps[total] = core::CycleClock::now();
   std::vector<double> half_rtt;
   if (client) {
     half_rtt.reserve(FLAGS_n);

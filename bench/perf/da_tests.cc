@@ -134,10 +134,10 @@ SizeResult run_da_write_lat(Round& r) {
 
   std::vector<std::uint64_t> stamps(total + 1);
   for (std::uint64_t it = 0; it < total; ++it) {
-    stamps[it] = bench::CycleClock::now();
+    stamps[it] = core::CycleClock::now();
     write(it);
     await(it);
-    if (it + 1 == total) stamps[total] = bench::CycleClock::now();
+    if (it + 1 == total) stamps[total] = core::CycleClock::now();
     check(it);
   }
   progress.until([&] { return (void)drain_completions(r.ep, count), completions >= total; },
@@ -185,7 +185,7 @@ SizeResult run_da_write_bw(Round& r) {
   std::uint64_t next = 0, done = 0;
   auto take_completions = [&] {
     return drain_completions(r.ep, [&](std::uint64_t tag) {
-      if (tag >= warmup && tag < total) completed[tag - warmup] = bench::CycleClock::now();
+      if (tag >= warmup && tag < total) completed[tag - warmup] = core::CycleClock::now();
       ++done;
     });
   };
@@ -197,7 +197,7 @@ SizeResult run_da_write_bw(Round& r) {
       Status s = r.ep.write(r.ch, r.local.data() + off, len, peer, off, next);
       if (s == Status::kNoResource) break;
       if (s != Status::kOk) progress.failed("RDMA WRITE", s);
-      if (next >= warmup) posted[next - warmup] = bench::CycleClock::now();
+      if (next >= warmup) posted[next - warmup] = core::CycleClock::now();
       ++next;
       ++pushed;
     }
@@ -234,14 +234,14 @@ SizeResult run_da_read_lat(Round& r) {
   std::uint64_t completed = 0;
   for (std::uint64_t it = 0; it < total; ++it) {
     std::byte* dst = r.local.data() + region_of(it, total) * len;
-    stamps[it] = bench::CycleClock::now();
+    stamps[it] = core::CycleClock::now();
     progress.retry([&] { return r.ep.read(r.ch, dst, len, peer, 0, it); }, "RDMA READ");
     progress.until(
         [&] {
           return (void)drain_completions(r.ep, [&](std::uint64_t) { ++completed; }), completed > it;
         },
         "RDMA READ completion");
-    if (it + 1 == total) stamps[total] = bench::CycleClock::now();
+    if (it + 1 == total) stamps[total] = core::CycleClock::now();
   }
   if (std::string bad = check_pattern(r.local.subspan(0, len), seed); !bad.empty())
     throw PerfError("first RDMA READ: " + bad);

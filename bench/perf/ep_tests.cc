@@ -141,13 +141,13 @@ SizeResult run_ep_lat(Round& r) {
   std::vector<std::uint64_t> stamps(total + 1);
   for (std::uint64_t it = 0; it < total; ++it) {
     const bool check = checked && (it == 0 || it + 1 == total);
-    stamps[it] = bench::CycleClock::now();
+    stamps[it] = core::CycleClock::now();
     if (check)
       send([&](std::span<std::byte> out) { fill_message(out, it, tool); });
     else
       send(no_fill);
     progress.until(arrived, "echo from the server");
-    if (it + 1 == total) stamps[total] = bench::CycleClock::now();
+    if (it + 1 == total) stamps[total] = core::CycleClock::now();
     expect_arrival(r, d, len);
     if (check)
       if (std::string bad = check_message(bytes_of(r.ep, d), it, tool); !bad.empty())
@@ -218,7 +218,7 @@ SizeResult run_ep_bw(Round& r) {
       done_with(r.ep, d);
       if (c > next || c < credited)
         throw PerfError("a credit for " + std::to_string(c) + " messages, out of order");
-      const std::uint64_t now = bench::CycleClock::now();
+      const std::uint64_t now = core::CycleClock::now();
       for (std::uint64_t k = std::max(credited, warmup); k < c; ++k) completed[k - warmup] = now;
       credited = c;
       any = true;
@@ -235,7 +235,7 @@ SizeResult run_ep_bw(Round& r) {
                      : sender.try_send(len, no_fill);
       if (s == Status::kNoResource) break;
       if (s != Status::kOk) progress.failed("send", s);
-      if (k >= warmup) posted[k - warmup] = bench::CycleClock::now();
+      if (k >= warmup) posted[k - warmup] = core::CycleClock::now();
       ++next;
       ++pushed;
     }

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "connect.h"
-#include "cycle_clock.h"
+#include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
 #include "options.h"
 #include "ib_send_lat_oob.h"
@@ -151,7 +151,7 @@ SizeResult run_test(Round& r) {
 
 // One size: both sides make its endpoint and tell each other whether they can run it.
 SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
-                    const bench::CycleClock& clock) {
+                    const core::CycleClock& clock) {
   const bool direct = c.mode == core::Mode::kDirectAccess;
   Memory local = direct ? allocate(3 * std::size_t{size}) : nullptr;  // outlives the endpoint
   Memory window = direct ? allocate(3 * std::size_t{size}) : nullptr;
@@ -200,7 +200,7 @@ SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
 // --oob rc_pingpong / ib_send_lat: one size of ep_lat against an unmodified tool, which speaks its
 // own exchange (bench/interop/) and no session of ours. The tool's connector makes the channel;
 // ib_send_lat also needs its closing step after the run.
-SizeResult run_with_tool(const PerfConfig& c, const bench::CycleClock& clock) {
+SizeResult run_with_tool(const PerfConfig& c, const core::CycleClock& clock) {
   const std::uint32_t size = c.sizes.front();
   core::Endpoint ep(endpoint_config(c, size));
   std::optional<bench::IbSendLatPeer> send_lat;
@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
       die("-s " + std::to_string(cfg.sizes.front()) +
           " exceeds the largest UD message, the path MTU (" + std::to_string(max_message) +
           " bytes)");
-    const bench::CycleClock clock = bench::CycleClock::calibrate();
+    const core::CycleClock clock = core::CycleClock::calibrate();
     info.ticks_per_us = clock.ticks_per_us();
 
     std::optional<Session> session;

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "connect.h"
-#include "cycle_clock.h"
+#include "unet/core/cycle_clock.h"
 #include "options.h"
 #include "report.h"
 #include "unet/core/endpoint.h"
@@ -27,7 +27,7 @@ struct Round {
   core::Endpoint& ep;
   core::ChannelId ch;
   std::uint32_t size;
-  const bench::CycleClock& clock;
+  const core::CycleClock& clock;
   // Direct-access tests: 3 * size bytes each, page-aligned and zeroed, allocated before the
   // endpoint so that they outlive its registrations. `local` is the source or target of this
   // side's operations, `window` what it grants the peer.
@@ -50,17 +50,17 @@ std::string check_pattern(std::span<const std::byte> in, std::uint64_t seed);
 // without `done()`, throws PerfError saying what was awaited.
 class Progress {
  public:
-  Progress(core::Endpoint& ep, const PerfConfig& cfg, const bench::CycleClock& clock)
+  Progress(core::Endpoint& ep, const PerfConfig& cfg, const core::CycleClock& clock)
       : ep_(ep), cfg_(cfg), patience_(clock.ticks(cfg.timeout)) {}
 
   template <class Done>
   void until(Done done, const char* what) {
     if (cfg_.events) return until_event(done, what);
-    const std::uint64_t deadline = bench::CycleClock::now() + patience_;
+    const std::uint64_t deadline = core::CycleClock::now() + patience_;
     for (std::uint32_t idle = 0;; ++idle) {
       if (ep_.poll() < 0) device_error(what);
       if (done()) return;
-      if (idle % 4096 == 4095 && bench::CycleClock::now() > deadline) timed_out(what);
+      if (idle % 4096 == 4095 && core::CycleClock::now() > deadline) timed_out(what);
     }
   }
 

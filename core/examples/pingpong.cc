@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "cycle_clock.h"
+#include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
 #include "unet/core/endpoint.h"
 #include "unet/verbs/error.h"
@@ -69,12 +69,12 @@ struct Side {
   // Waits for the next arrival: poll() lets the "NI" work, receive() pops the receive queue. The
   // clock is read only every 4096 idle polls (cheap here, but the same shape as verbs_pingpong).
   Descriptor wait_arrival(std::uint64_t it) {
-    const std::uint64_t deadline = bench::CycleClock::now() + patience;
+    const std::uint64_t deadline = core::CycleClock::now() + patience;
     Descriptor d;
     for (std::uint32_t idle = 0;; ++idle) {
       if (ep.poll() < 0) die("device error while polling");
       if (ep.receive(d) == Status::kOk) break;
-      if (idle % 4096 == 4095 && bench::CycleClock::now() > deadline)
+      if (idle % 4096 == 4095 && core::CycleClock::now() > deadline)
         die("no message from the peer within " + std::to_string(FLAGS_timeout_ms) +
             " ms (iteration " + std::to_string(it) + ")" +
             (ud ? ": UD is unreliable, a datagram was probably lost" : ""));
@@ -88,14 +88,14 @@ struct Side {
   // no spare buffer — polling in between so that completed sends hand their resources back.
   template <class F>
   void retry(F attempt, const char* what) {
-    const std::uint64_t deadline = bench::CycleClock::now() + patience;
+    const std::uint64_t deadline = core::CycleClock::now() + patience;
     for (std::uint32_t idle = 0;; ++idle) {
       Status s = attempt();
       if (s == Status::kOk) return;
       if (s != Status::kNoResource)
         die(std::string(what) + " failed: " + std::string(to_string(s)));
       if (ep.poll() < 0) die("device error while polling");
-      if (idle % 4096 == 4095 && bench::CycleClock::now() > deadline)
+      if (idle % 4096 == 4095 && core::CycleClock::now() > deadline)
         die(std::string(what) + ": back-pressure did not clear within the timeout");
     }
   }
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
       die("-s " + std::to_string(FLAGS_s) + " exceeds the largest " + FLAGS_c + " message, " +
           std::to_string(ep.max_message()) + " bytes" + (ud ? " (the path MTU)" : " (one buffer)"));
     const auto len = static_cast<std::uint32_t>(FLAGS_s);
-    const bench::CycleClock clock = bench::CycleClock::calibrate();
+    const core::CycleClock clock = core::CycleClock::calibrate();
 
     // 2. Channel set-up: our half goes to the peer over TCP, one line each way. The server
     // completes its channel before it answers, so it is ready before the client can send.
@@ -187,13 +187,13 @@ int main(int argc, char** argv) {
       // Only the first and last messages are written and their echoes compared; the others go
       // with whatever the buffer holds, so the timed loop copies nothing it need not.
       const bool check = it == 0 || it + 1 == total;
-      stamps[it] = bench::CycleClock::now();
+      stamps[it] = core::CycleClock::now();
       side.send(len, [&](std::span<std::byte> out) {
         if (check)
           for (std::size_t i = 0; i < len; ++i) out[i] = pattern(it, i);
       });
       Descriptor d = side.wait_arrival(it);
-      if (it + 1 == total) stamps[total] = bench::CycleClock::now();
+      if (it + 1 == total) stamps[total] = core::CycleClock::now();
       if (check) {
         auto in = side.bytes(d);
         for (std::size_t i = 0; i < len; ++i)

@@ -44,6 +44,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
   v_->path.mtu = port.active_mtu;
   v_->path.timeout = config_.ack_timeout;
   v_->path.retry_cnt = config_.retry_count;
+  v_->path.rnr_retry = config_.rnr_retry;
 
   // One CQ for every send and arrival of the endpoint.
   std::uint32_t cqe = config_.free_queue_depth + config_.send_queue_depth * config_.max_channels;
@@ -227,6 +228,7 @@ ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout) {
   verbs::CmParams p;
   p.timeout = timeout;
   p.retry_count = config_.retry_count;
+  p.rnr_retry_count = config_.rnr_retry;
   return adopt_cm(v_->listener->accept(v_->pd, rc_qp_config(), p));
 }
 
@@ -236,6 +238,7 @@ ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std
   verbs::CmParams p;
   p.timeout = timeout;
   p.retry_count = config_.retry_count;
+  p.rnr_retry_count = config_.rnr_retry;
   return adopt_cm(verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p));
 }
 

@@ -78,6 +78,10 @@ struct EndpointConfig {
   // (retry_count + 1): 0.47 s with the defaults. retry_count 7 would mean "forever" on rxe.
   std::uint8_t ack_timeout = 14;
   std::uint8_t retry_count = 6;
+  // RC: how often a send is retried when the peer has no receive posted (7 = forever). 0 makes a
+  // single overrun of the peer's free queue fail the channel (kRnrRetryExceeded): flow-control
+  // tests use it to prove no overrun happens.
+  std::uint8_t rnr_retry = 7;
   // rdma_cm channels: how long close_channel() waits for the disconnect to complete.
   std::chrono::milliseconds disconnect_timeout{2000};
   // Direct-access mode:
@@ -174,6 +178,9 @@ class Endpoint {
   // Progress: posts pending sends, reaps completions, fills the receive queue, reposts freed
   // buffers. Returns how much work it did (0 = idle), or a negative value on a device error.
   int poll() noexcept;
+  // Posts the pending sends now (poll()'s first step alone), e.g. a reply an upcall pushed.
+  // Returns how many were posted, or a negative value on a device error. Not from an upcall.
+  int flush() noexcept { return send_queue_.empty() ? 0 : post_pending_sends(); }
   // Pops the oldest arrival. kNoResource when the receive queue is empty. A non-inline arrival's
   // buffer belongs to the application until release().
   Status receive(Descriptor& out) noexcept;
@@ -201,7 +208,12 @@ class Endpoint {
   // The registration cache's counters (pinned bytes, hits, evictions...).
   RegistrationCacheStats registration_stats() const noexcept;
 
-  // --- resources, for reports ---
+  // --- resources: for layers above that reserve room, and for reports ---
+  std::uint32_t send_queue_space() const noexcept { return send_queue_.capacity() - send_queue_.size(); }
+  std::uint32_t spare_buffers() const noexcept { return buffers_.spare(); }
+  // Freed buffers are reposted as receives once this many wait (so up to one fewer may be
+  // unposted at any time).
+  std::uint32_t repost_batch() const noexcept { return repost_batch_; }
   std::size_t segment_bytes() const noexcept { return segment_bytes_; }  // pinned by the segment
   std::uint32_t queue_pairs() const noexcept { return static_cast<std::uint32_t>(lanes_.size()); }
 

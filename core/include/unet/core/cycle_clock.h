@@ -1,4 +1,4 @@
-// CycleClock: timestamps for timed loops that cost no system call.
+// CycleClock: timestamps for timed loops and timers that cost no system call.
 //
 // perftest times with the CPU's cycle counter; so does unet's bench. This matters beyond taste:
 // in the SoftRoCE VM the guest clocksource is HPET, which has no vDSO, so every
@@ -14,7 +14,7 @@
 #include <x86intrin.h>
 #endif
 
-namespace unet::bench {
+namespace unet::core {
 
 class CycleClock {
  public:
@@ -28,16 +28,23 @@ class CycleClock {
 
   // Measures ticks per microsecond over `window` (set-up only; sleeps for `window`).
   static CycleClock calibrate(std::chrono::milliseconds window = std::chrono::milliseconds(200));
+  // One calibration per process (50 ms, on first use; thread-safe), for timers rather than
+  // measurements.
+  static const CycleClock& process();
 
   double to_us(std::uint64_t ticks) const noexcept { return static_cast<double>(ticks) / ticks_per_us_; }
   std::uint64_t ticks(std::chrono::microseconds d) const noexcept {
     return static_cast<std::uint64_t>(static_cast<double>(d.count()) * ticks_per_us_);
   }
   double ticks_per_us() const noexcept { return ticks_per_us_; }
+  // Ticks since an arbitrary origin as nanoseconds.
+  std::chrono::nanoseconds to_ns(std::uint64_t ticks) const noexcept {
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(ticks) * 1000.0 / ticks_per_us_));
+  }
 
  private:
   explicit CycleClock(double ticks_per_us) : ticks_per_us_(ticks_per_us) {}
   double ticks_per_us_;
 };
 
-}  // namespace unet::bench
+}  // namespace unet::core

@@ -1,8 +1,8 @@
-#include "cycle_clock.h"
+#include "unet/core/cycle_clock.h"
 
 #include <thread>
 
-namespace unet::bench {
+namespace unet::core {
 
 CycleClock CycleClock::calibrate(std::chrono::milliseconds window) {
   auto t0 = std::chrono::steady_clock::now();
@@ -14,4 +14,9 @@ CycleClock CycleClock::calibrate(std::chrono::milliseconds window) {
   return CycleClock(static_cast<double>(c1 - c0) / us);
 }
 
-}  // namespace unet::bench
+const CycleClock& CycleClock::process() {
+  static const CycleClock clock = calibrate(std::chrono::milliseconds(50));
+  return clock;
+}
+
+}  // namespace unet::core
