@@ -160,5 +160,19 @@ TEST(CreditWindow, FloodWithoutRepliesNeverStallsForever) {
   }
 }
 
+// A credit taken for a request that was never sent comes back; undo with none taken changes nothing.
+TEST(CreditWindow, UndoConsumeGivesBackAnUnsentCredit) {
+  CreditWindow w(2);
+  w.undo_consume();
+  EXPECT_EQ(w.available(), 2);
+  ASSERT_EQ(w.consume(), Status::kOk);
+  ASSERT_EQ(w.consume(), Status::kOk);
+  EXPECT_EQ(w.consume(), Status::kNoResource);
+  w.undo_consume();
+  EXPECT_EQ(w.available(), 1);
+  EXPECT_EQ(w.stats().consumed, 1u);
+  ASSERT_EQ(w.consume(), Status::kOk);
+}
+
 }  // namespace
 }  // namespace unet::uam

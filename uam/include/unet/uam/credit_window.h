@@ -86,6 +86,14 @@ class CreditWindow {
     return Status::kOk;
   }
 
+  // Gives back the credit of a request that consume() allowed but that was never sent.
+  void undo_consume() noexcept {
+    if (available_ < window_) {
+      ++available_;
+      --stats_.consumed;
+    }
+  }
+
   // Applies the `credits` field of a header from the peer. A total older than one already seen is
   // ignored (kOk); one returning more credits than are in flight is refused with kInvalidArgument
   // and changes nothing (the caller drops that message).

@@ -1,0 +1,381 @@
+// uam::Endpoint on a real device (label device): request/reply, implicit acks, credits under a
+// flood with rnr_retry 0, unknown handlers, kept buffers, bulk store/get, peer failure, bad input.
+#include "unet/uam/endpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <vector>
+
+#include "device_env.h"
+#include "endpoint_support.h"
+
+namespace unet::uam {
+namespace {
+
+using namespace std::chrono_literals;
+using core::ChannelId;
+
+constexpr HandlerId kEcho = 1, kEchoReply = 2, kSink = 3, kStored = 4, kGot = 5, kKeep = 6;
+
+core::EndpointConfig net_config(core::Transport t, std::uint32_t free_depth = 64) {
+  core::EndpointConfig c = test::endpoint_config(t, 256);
+  c.free_queue_depth = free_depth;
+  c.send_queue_depth = 128;
+  return c;
+}
+
+struct Pair {
+  Endpoint a, b;
+  ChannelId ab = 0, ba = 0;
+  Pair(const core::EndpointConfig& ca, const core::EndpointConfig& cb, const Config& cfg = {})
+      : a(ca, cfg), b(cb, cfg) {
+    core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
+    ab = a.accept_offer(oa, ob.local);
+    ba = b.accept_offer(ob, oa.local);
+  }
+  // Polls both (at least once) until `done` holds, for at most `timeout`.
+  bool pump(const std::function<bool()>& done, std::chrono::milliseconds timeout = 20s) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    do {
+      if (a.poll() < 0 || b.poll() < 0) return false;
+      if (std::chrono::steady_clock::now() > end) return false;
+    } while (!done());
+    return true;
+  }
+  bool step() { return pump([] { return true; }); }
+};
+
+std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
+  return v;
+}
+
+class UamTransport : public ::testing::TestWithParam<core::Transport> {};
+
+// Requests with 0..4 words and short or medium payloads; each echoed back through a reply, its
+// words and bytes checked at both ends; every request completes once with kOk.
+TEST_P(UamTransport, RequestReplyRoundTrips) {
+  UNET_REQUIRE_DEVICE();
+  Pair p(net_config(GetParam()), net_config(GetParam()));
+  std::uint64_t handled = 0, replies = 0, ok = 0, bad = 0;
+  ASSERT_EQ(p.b.on_request(kEcho, [&](Token& t, const Message& m) {
+    ++handled;
+    EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload), Status::kOk);
+    EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload), Status::kInvalidState);  // reply once
+    return Disposition::kDone;
+  }), Status::kOk);
+  std::vector<std::vector<std::byte>> sent;
+  ASSERT_EQ(p.a.on_reply(kEchoReply, [&](const Message& m) {
+    const auto& want = sent.at(m.cookie);
+    if (m.payload.size() != want.size() || !std::equal(want.begin(), want.end(), m.payload.begin()) ||
+        m.args.size() != m.cookie % 5 || (!m.args.empty() && m.args[0] != m.cookie * 3))
+      ++bad;
+    ++replies;
+    return Disposition::kDone;
+  }), Status::kOk);
+  p.a.on_completion([&](ChannelId ch, std::uint64_t, Status s) {
+    EXPECT_EQ(ch, p.ab);
+    ok += s == Status::kOk;
+  });
+  const std::uint32_t medium = p.a.max_payload(4);
+  ASSERT_GE(medium, 900u);
+  const std::size_t sizes[] = {0, 1, 4, 12, 20, 28, 100, 900, medium};
+  constexpr std::uint64_t kCount = 600;
+  for (std::uint64_t i = 0; i < kCount; ++i) {
+    sent.push_back(pattern(sizes[i % std::size(sizes)], i));
+    std::vector<std::uint64_t> args(i % 5, i * 3);
+    Status s;
+    while ((s = p.a.request(p.ab, kEcho, args, sent.back(), i)) == Status::kNoResource)
+      ASSERT_TRUE(p.step());
+    ASSERT_EQ(s, Status::kOk) << "request " << i;
+  }
+  ASSERT_TRUE(p.pump([&] { return ok == kCount; })) << "completed " << ok;
+  EXPECT_EQ(handled, kCount);
+  EXPECT_EQ(replies, kCount);
+  EXPECT_EQ(bad, 0u);
+  EXPECT_EQ(p.a.outstanding(p.ab), 0u);
+  EXPECT_EQ(p.a.stats().requests_sent, kCount);
+  EXPECT_EQ(p.b.stats().replies_sent, kCount);
+  EXPECT_EQ(p.a.stats().completed_error, 0u);
+  EXPECT_EQ(p.a.stats().protocol_errors + p.b.stats().protocol_errors, 0u);
+}
+
+// A handler that does not reply is acknowledged implicitly: the request completes with kOk.
+TEST_P(UamTransport, RequestWithoutReplyCompletesImplicitly) {
+  UNET_REQUIRE_DEVICE();
+  Pair p(net_config(GetParam()), net_config(GetParam()));
+  std::uint64_t sum = 0, ok = 0;
+  ASSERT_EQ(p.b.on_request(kSink, [&](Token& t, const Message& m) {
+    sum += m.args[0];
+    EXPECT_FALSE(t.replied());
+    return Disposition::kDone;
+  }), Status::kOk);
+  p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
+  const std::uint64_t word = 7;
+  ASSERT_EQ(p.a.request(p.ab, kSink, std::span(&word, 1)), Status::kOk);
+  EXPECT_EQ(p.a.outstanding(p.ab), 1u);
+  ASSERT_TRUE(p.pump([&] { return ok == 1; }, 5s));  // within the delayed-ack time
+  EXPECT_EQ(sum, 7u);
+  EXPECT_EQ(p.a.outstanding(p.ab), 0u);
+}
+
+// An unknown handler id is counted at the receiver and reported to the sender (kNotFound).
+TEST_P(UamTransport, UnknownHandlerIsAnErrorReply) {
+  UNET_REQUIRE_DEVICE();
+  Pair p(net_config(GetParam()), net_config(GetParam()));
+  Status got = Status::kOk;
+  std::uint64_t cookie_seen = 0;
+  int calls = 0;
+  p.a.on_completion([&](ChannelId, std::uint64_t cookie, Status s) {
+    cookie_seen = cookie;
+    got = s;
+    ++calls;
+  });
+  ASSERT_EQ(p.a.request(p.ab, 200, {}, {}, 99), Status::kOk);
+  ASSERT_TRUE(p.pump([&] { return calls == 1; }));
+  EXPECT_EQ(got, Status::kNotFound);
+  EXPECT_EQ(cookie_seen, 99u);
+  EXPECT_EQ(p.b.stats().unknown_handler, 1u);
+  EXPECT_EQ(p.a.stats().completed_error, 1u);
+  // The channel still works.
+  ASSERT_EQ(p.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
+  ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk);
+  ASSERT_TRUE(p.pump([&] { return calls == 2; }));
+  EXPECT_EQ(got, Status::kOk);
+}
+
+// With the receiver not polling, exactly W requests go out; the next is kNoResource and changes
+// nothing. Once the receiver runs, credits come back and all complete.
+TEST_P(UamTransport, CreditWindowBoundsRequests) {
+  UNET_REQUIRE_DEVICE();
+  Config cfg;
+  cfg.window = 8;
+  Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
+  int handled = 0, ok = 0;
+  ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message&) { ++handled; return Disposition::kDone; }),
+            Status::kOk);
+  p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk) << i;
+  EXPECT_EQ(p.a.request(p.ab, kSink, {}), Status::kNoResource);
+  for (int i = 0; i < 50; ++i) ASSERT_GE(p.a.poll(), 0);
+  EXPECT_EQ(p.a.request(p.ab, kSink, {}), Status::kNoResource);
+  EXPECT_EQ(p.a.stats().requests_sent, 8u);
+  ASSERT_TRUE(p.pump([&] { return ok == 8; }));
+  EXPECT_EQ(handled, 8);
+  EXPECT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk);
+}
+
+// A handler may keep a medium payload's buffer; its sender's credit returns only on release().
+TEST_P(UamTransport, KeptBufferHoldsItsCredit) {
+  UNET_REQUIRE_DEVICE();
+  Config cfg;
+  cfg.window = 2;
+  Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
+  std::vector<BufferId> kept;
+  std::vector<std::byte> seen;
+  ASSERT_EQ(p.b.on_request(kKeep, [&](Token&, const Message& m) {
+    EXPECT_NE(m.buffer, core::kNoBuffer);
+    kept.push_back(m.buffer);
+    seen.assign(m.payload.begin(), m.payload.end());
+    return Disposition::kKept;
+  }), Status::kOk);
+  const auto body = pattern(500, 5);
+  ASSERT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kOk);
+  ASSERT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kOk);
+  ASSERT_TRUE(p.pump([&] { return kept.size() == 2; }));
+  EXPECT_EQ(seen, body);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(p.step());
+  EXPECT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kNoResource);  // both credits held
+  EXPECT_EQ(p.b.release(kept[0]), Status::kOk);
+  EXPECT_EQ(p.b.release(kept[0]), Status::kInvalidState);  // released twice
+  Status s = Status::kNoResource;
+  ASSERT_TRUE(p.pump([&] { return (s = p.a.request(p.ab, kKeep, {}, body)) != Status::kNoResource; }));
+  EXPECT_EQ(s, Status::kOk);
+}
+
+// Bad input: a clear status and nothing sent.
+TEST_P(UamTransport, BadInputIsRefused) {
+  UNET_REQUIRE_DEVICE();
+  Pair p(net_config(GetParam()), net_config(GetParam()));
+  const std::uint64_t five[5] = {};
+  EXPECT_EQ(p.a.request(p.ab, kSink, std::span(five, 5)), Status::kInvalidArgument);
+  std::vector<std::byte> big(p.a.max_payload(0) + 1);
+  EXPECT_EQ(p.a.request(p.ab, kSink, {}, big), Status::kInvalidArgument);
+  EXPECT_EQ(p.a.request(p.ab + 7, kSink, {}), Status::kNotFound);
+  EXPECT_EQ(p.a.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
+  EXPECT_EQ(p.a.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kInvalidState);
+  EXPECT_EQ(p.a.on_reply(kSink, [](const Message&) { return Disposition::kDone; }), Status::kInvalidState);
+  EXPECT_EQ(p.a.on_request(kEcho, nullptr), Status::kInvalidArgument);
+  EXPECT_EQ(p.a.release(3), Status::kInvalidState);  // not a kept buffer
+  EXPECT_EQ(p.a.stats().requests_sent, 0u);
+  EXPECT_EQ(p.a.close_channel(p.ab), Status::kOk);
+  EXPECT_EQ(p.a.request(p.ab, kSink, {}), Status::kClosed);
+  EXPECT_EQ(p.a.channel_status(p.ab), Status::kClosed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, UamTransport, ::testing::Values(core::Transport::kRc, core::Transport::kUd),
+                         [](const auto& param) { return param.param == core::Transport::kRc ? "Rc" : "Ud"; });
+
+// The flow-control proof: both sides flood each other with requests of mixed sizes (each also
+// answered with a reply) over RC with rnr_retry 0 and a small free queue. A single receive
+// overrun would fail the channel with kRnrRetryExceeded.
+TEST(UamRc, FloodNeverOverrunsWithRnrRetryZero) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig c = net_config(core::Transport::kRc, 32);  // budget: 22 + repost batch 4
+  c.rnr_retry = 0;
+  Pair p(c, c);
+  constexpr std::uint64_t kCount = 20000;
+  std::uint64_t handled[2] = {}, replies[2] = {}, ok[2] = {}, errors = 0, corrupt = 0;
+  Endpoint* eps[2] = {&p.a, &p.b};
+  const ChannelId chs[2] = {p.ab, p.ba};
+  for (int s = 0; s < 2; ++s) {
+    Endpoint& e = *eps[s];
+    ASSERT_EQ(e.on_request(kEcho, [&, s](Token& t, const Message& m) {
+      ++handled[s];
+      const auto want = pattern(m.payload.size(), m.args[0]);
+      if (!std::equal(want.begin(), want.end(), m.payload.begin(), m.payload.end())) ++corrupt;
+      const std::uint64_t w = m.args[0];
+      EXPECT_EQ(eps[s]->reply(t, kEchoReply, std::span(&w, 1)), Status::kOk);
+      return Disposition::kDone;
+    }), Status::kOk);
+    ASSERT_EQ(e.on_reply(kEchoReply, [&, s](const Message& m) {
+      replies[s] += m.args[0] == m.cookie;
+      return Disposition::kDone;
+    }), Status::kOk);
+    e.on_completion([&, s](ChannelId, std::uint64_t, Status st) { st == Status::kOk ? ++ok[s] : ++errors; });
+  }
+  std::uint64_t next[2] = {};
+  const std::size_t sizes[] = {0, 8, 28, 200, 1500, 4000};
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  while ((ok[0] < kCount || ok[1] < kCount) && errors == 0 && std::chrono::steady_clock::now() < end) {
+    for (int s = 0; s < 2; ++s) {
+      while (next[s] < kCount) {
+        const std::uint64_t i = next[s];
+        const auto body = pattern(sizes[i % std::size(sizes)], i);
+        const Status st = eps[s]->request(chs[s], kEcho, std::span(&i, 1), body, i);
+        if (st == Status::kNoResource) break;
+        ASSERT_EQ(st, Status::kOk);
+        ++next[s];
+      }
+      ASSERT_GE(eps[s]->poll(), 0);
+    }
+  }
+  EXPECT_EQ(errors, 0u);
+  EXPECT_EQ(corrupt, 0u);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(ok[s], kCount);
+    EXPECT_EQ(handled[1 - s], kCount);
+    EXPECT_EQ(replies[s], kCount);
+    EXPECT_EQ(eps[s]->channel_status(chs[s]), Status::kOk);
+    EXPECT_EQ(eps[s]->stats().protocol_errors, 0u);
+    EXPECT_EQ(eps[s]->net().stats().send_errors, 0u);
+  }
+}
+
+// The receive-buffer budget is enforced at channel set-up: no configuration can overrun.
+TEST(UamRc, ChannelsBeyondTheBufferBudgetAreRefused) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig c = net_config(core::Transport::kRc, 32);  // room for one channel of W=8
+  Endpoint a(c), b(c);
+  core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
+  (void)a.accept_offer(oa, ob.local);
+  (void)b.accept_offer(ob, oa.local);
+  EXPECT_THROW((void)a.offer_channel(), std::length_error);
+}
+
+// Bulk store and get up to 16 MiB between direct-access endpoints: the store handler runs at the
+// receiver with the data in place (checked byte for byte there); the get handler runs here with
+// the data read back.
+TEST(UamRc, StoreAndGetMoveBlocksUpTo16MiB) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig c = net_config(core::Transport::kRc);
+  c.mode = core::Mode::kDirectAccess;
+  c.max_pinned_bytes = 64u << 20;
+  Pair p(c, c);
+  // What the handlers check, for the size being moved.
+  std::size_t len = 0;
+  const std::vector<std::byte>* src = nullptr;
+  std::vector<std::byte> window;
+  bool intact = false, got = false;
+  int completions = 0;
+  ASSERT_EQ(p.b.on_request(kStored, [&](Token&, const Message& m) {
+    intact = m.bulk_offset == 64 && m.bulk_length == len && m.args.size() == 2 && m.args[1] == len &&
+             std::memcmp(window.data() + 64, src->data(), len) == 0;
+    return Disposition::kDone;
+  }), Status::kOk);
+  ASSERT_EQ(p.a.on_reply(kGot, [&](const Message& m) {
+    got = m.status == Status::kOk && m.payload.size() == len && m.args.size() == 1 && m.args[0] == 9;
+    return Disposition::kDone;
+  }), Status::kOk);
+  p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { completions += s == Status::kOk; });
+  for (std::size_t n : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, std::size_t{16} << 20}) {
+    SCOPED_TRACE(n);
+    len = n;
+    const auto data = pattern(n, n);
+    src = &data;
+    window.assign(n + 64, std::byte{0});
+    std::vector<std::byte> back(n);
+    intact = got = false;
+    completions = 0;
+    core::RemoteToken token;
+    ASSERT_EQ(p.b.net().grant(window.data(), window.size(), core::kRemoteRead | core::kRemoteWrite, token),
+              Status::kOk);
+    const std::uint64_t args[2] = {1, n};
+    ASSERT_EQ(p.a.store(p.ab, data.data(), n, token, 64, kStored, args, 1), Status::kOk);
+    ASSERT_TRUE(p.pump([&] { return completions == 1; }, 60s));
+    EXPECT_TRUE(intact);
+    const std::uint64_t nine = 9;
+    ASSERT_EQ(p.a.get(p.ab, token, 64, back.data(), n, kGot, std::span(&nine, 1), 2), Status::kOk);
+    ASSERT_TRUE(p.pump([&] { return completions == 2; }, 60s));
+    EXPECT_TRUE(got);
+    EXPECT_TRUE(back == data);
+    EXPECT_EQ(p.b.net().revoke(token), Status::kOk);
+  }
+  EXPECT_EQ(p.a.stats().stores_sent, 4u);
+  EXPECT_EQ(p.a.stats().gets_issued, 4u);
+  EXPECT_EQ(p.b.stats().requests_handled, 4u);
+}
+
+// A peer that disappears: every outstanding request completes with an error within the bound
+// (keepalive + RC retries, about 0.5 s), later requests fail fast, and a second pair is unharmed.
+TEST(UamRc, PeerFailureCompletesOutstandingRequests) {
+  UNET_REQUIRE_DEVICE();
+  auto c = net_config(core::Transport::kRc);
+  Pair healthy(c, c);
+  Endpoint survivor(c);
+  auto doomed = std::make_unique<Endpoint>(c);
+  core::ChannelOffer oa = survivor.offer_channel(), ob = doomed->offer_channel();
+  const ChannelId ch = survivor.accept_offer(oa, ob.local);
+  (void)doomed->accept_offer(ob, oa.local);
+  int errors = 0, healthy_ok = 0;
+  survivor.on_completion([&](ChannelId, std::uint64_t, Status s) { errors += s != Status::kOk; });
+  healthy.a.on_completion([&](ChannelId, std::uint64_t, Status s) { healthy_ok += s == Status::kOk; });
+  ASSERT_EQ(healthy.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(survivor.request(ch, kSink, {}), Status::kOk);
+  ASSERT_GE(survivor.poll(), 0);  // posted; the peer never polls, so never runs a handler
+  doomed.reset();                 // the peer goes away with its QP
+  const auto t0 = std::chrono::steady_clock::now();
+  while (errors < 5 && std::chrono::steady_clock::now() - t0 < 10s) {
+    ASSERT_GE(survivor.poll(), 0);
+    ASSERT_GE(healthy.a.poll(), 0);
+    ASSERT_GE(healthy.b.poll(), 0);
+    if (healthy.a.outstanding(healthy.ab) == 0) {
+      ASSERT_EQ(healthy.a.request(healthy.ab, kSink, {}), Status::kOk);
+    }
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(errors, 5);
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(survivor.request(ch, kSink, {}), Status::kClosed);
+  EXPECT_EQ(survivor.outstanding(ch), 0u);
+  EXPECT_GT(healthy_ok, 0);
+  EXPECT_EQ(healthy.a.channel_status(healthy.ab), Status::kOk);
+}
+
+}  // namespace
+}  // namespace unet::uam

@@ -1,0 +1,197 @@
+// uam::Endpoint: U-Net Active Messages over one core::Endpoint (RC or UD).
+//
+// A message names a handler that runs on arrival with up to four 64-bit argument words and a
+// payload. request() sends one to a channel; the request handler may answer it once with reply();
+// a handler that does not reply is acknowledged implicitly. Every request, store and get
+// completes exactly once, through the completion handler (message.h).
+//
+// Flow control: a window of W credits per channel (credit_window.h). A request or store takes
+// one; with none left it returns kNoResource and the caller retries after poll(). Credits come
+// back in every header the peer sends, or in an explicit credit message when W/2 are owed. The
+// receive buffers an endpoint keeps posted are budgeted per channel, so a peer that keeps to its
+// credits can never find the free queue empty: opening a channel that would break the budget
+// throws. Over RC the hardware is reliable and the window is credits only.
+//
+// Reliability over UD (reliability.h): every message but a credit message carries a sequence
+// number; the peer acknowledges cumulatively (piggybacked, or delayed explicit); unacknowledged
+// messages are resent from a copy kept here, with backoff; duplicates and out-of-order arrivals
+// are dropped, so each handler runs exactly once and in order per channel. After
+// ReliabilityConfig::max_retries expiries without progress the channel fails.
+//
+// Bulk (direct-access RC endpoints): store() = RDMA WRITE into the peer's window, then a
+// store-done message on the same QP, which RC delivers after the data — its handler runs at the
+// receiver with the data in place. get() = RDMA READ; its handler runs here when the data is in.
+//
+// Progress: poll(), or wait(timeout). Peer failure (a failed RC QP, an rdma_cm disconnect, UD
+// retries exhausted) completes every outstanding request, store and get of that channel with an
+// error, and later calls on it return kClosed; other channels keep working. A silent RC peer with
+// requests outstanding is probed every `keepalive`, so its death is noticed even when we are idle.
+//
+// Threading: one thread, like core::Endpoint. Handlers run inside poll()/wait() and may call
+// request(), reply() (request handlers), store(), get() and release(), but not poll() or wait().
+// Set-up throws (verbs::Error, std::invalid_argument); the data path returns Status, and never
+// allocates or throws.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "unet/core/cycle_clock.h"
+#include "unet/core/endpoint.h"
+#include "unet/uam/credit_window.h"
+#include "unet/uam/handler_table.h"
+#include "unet/uam/message.h"
+#include "unet/uam/reliability.h"
+#include "unet/uam/wire_header.h"
+
+namespace unet::uam {
+
+// One entry of the handler table: a request handler or a reply handler (one id space).
+struct Handler {
+  RequestHandler request;
+  ReplyHandler reply;
+  explicit operator bool() const noexcept { return request || reply; }
+};
+
+struct Config {
+  std::uint8_t window = CreditWindow::kDefaultWindow;  // credits per channel, 1..127
+  // UD only: the sender's retransmission window is raised to 2 * window if smaller.
+  ReliabilityConfig reliability;
+  // RC: how long a peer with requests outstanding may stay silent before it is probed.
+  std::chrono::milliseconds keepalive{50};
+};
+
+struct Stats {
+  std::uint64_t requests_sent = 0;
+  std::uint64_t replies_sent = 0;
+  std::uint64_t stores_sent = 0;
+  std::uint64_t gets_issued = 0;
+  std::uint64_t requests_handled = 0;  // request and store handlers run
+  std::uint64_t replies_handled = 0;   // reply handlers run (gets included)
+  std::uint64_t completed_ok = 0;      // completion handler calls with kOk
+  std::uint64_t completed_error = 0;   // ... with an error
+  std::uint64_t credit_messages = 0;   // explicit credit/ack messages sent
+  std::uint64_t unknown_handler = 0;   // requests for an unregistered handler (answered with an error)
+  std::uint64_t malformed = 0;         // arrivals the wire codec refused (dropped)
+  std::uint64_t protocol_errors = 0;   // well-formed but impossible arrivals (dropped), e.g. an overrun
+  std::uint64_t retransmitted = 0;     // UD resends
+  std::uint64_t duplicates = 0;        // UD duplicates and out-of-order arrivals dropped
+  std::uint64_t reply_no_buffer = 0;   // medium replies turned into kNoResource error replies
+  std::uint64_t keepalives = 0;        // RC probes of silent peers
+};
+
+class Endpoint {
+ public:
+  // Makes the core endpoint from `net`; `config` as above. Throws std::invalid_argument for a bad
+  // window or reliability configuration, or a send queue too small for the reply reserve.
+  Endpoint(const core::EndpointConfig& net, const Config& config = {});
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  core::Endpoint& net() noexcept { return *net_; }
+  const Config& config() const noexcept { return config_; }
+  const Stats& stats() const noexcept { return stats_; }
+
+  // --- channels: core's set-up calls, plus the active-message state (throw on failure) ---
+  // Opening a channel throws when the receive-buffer budget is exceeded: open channels *
+  // (2W + ceil(W/2) + 2) + the repost batch must fit in core's free_queue_depth.
+  core::ChannelOffer offer_channel();
+  ChannelId accept_offer(const core::ChannelOffer& offer, std::string_view peer_half);
+  std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
+  ChannelId accept_cm(std::chrono::milliseconds timeout);
+  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout);
+  // Closes the channel: its outstanding requests, stores and gets complete with kClosed.
+  Status close_channel(ChannelId ch) noexcept;
+  // kOk while the channel works; kClosed once closed or failed; kNotFound for no such channel.
+  Status channel_status(ChannelId ch) const noexcept;
+
+  // --- handlers (ids 0..255, one id space; HandlerTable's rules) ---
+  [[nodiscard]] Status on_request(HandlerId id, RequestHandler fn);
+  [[nodiscard]] Status on_reply(HandlerId id, ReplyHandler fn);
+  void on_completion(CompletionHandler fn);
+
+  // --- data path ---
+  // Largest payload a request or reply with `arg_count` words may carry (medium limit).
+  std::uint32_t max_payload(std::size_t arg_count) const noexcept;
+  // Sends a request to run `handler` at the peer. kNoResource (nothing sent, retry after poll())
+  // when the channel has no credit or the send path no room; kInvalidArgument for more than 4
+  // words or a payload over max_payload(); kClosed on a closed or failed channel.
+  Status request(ChannelId ch, HandlerId handler, std::span<const std::uint64_t> args,
+                 std::span<const std::byte> payload = {}, std::uint64_t cookie = 0) noexcept;
+  // From inside a request handler: answers its request, running reply handler `handler` at the
+  // requester. kInvalidState for a second reply; kInvalidArgument as for request().
+  Status reply(Token& token, HandlerId handler, std::span<const std::uint64_t> args,
+               std::span<const std::byte> payload = {}) noexcept;
+  // RDMA WRITE of [local, local+len) to `offset` in the peer's window `remote`, then the
+  // store-done message running request handler `handler` there (at most 2 words). `local` must
+  // stay untouched until the store completes. Takes a credit. Direct-access RC only.
+  Status store(ChannelId ch, const void* local, std::size_t len, const core::RemoteToken& remote,
+               std::uint64_t offset, HandlerId handler, std::span<const std::uint64_t> args,
+               std::uint64_t cookie = 0) noexcept;
+  // RDMA READ of `len` bytes at `offset` in the peer's window into `local`; reply handler
+  // `handler` runs here with the data in Message::payload (and Message::status). No credit.
+  Status get(ChannelId ch, const core::RemoteToken& remote, std::uint64_t offset, void* local, std::size_t len,
+             HandlerId handler, std::span<const std::uint64_t> args, std::uint64_t cookie = 0) noexcept;
+  // Gives back a medium payload's buffer a handler kept (its request's credit goes home with it).
+  Status release(BufferId buffer) noexcept;
+
+  // Progress: sends, arrivals (handlers run here), acks, credits, timers. Returns the work done
+  // (0 = idle) or a negative value on a device error.
+  int poll() noexcept;
+  // Polls until some handler or completion ran, or `timeout` passed (kTimeout). Sleeps on the
+  // completion channel when idle, waking for the next timer (millisecond granularity).
+  Status wait(std::chrono::milliseconds timeout) noexcept;
+  // Requests, stores and gets of `ch` not yet completed.
+  std::uint32_t outstanding(ChannelId ch) const noexcept;
+
+ private:
+  struct Peer;
+  struct Get;
+  // endpoint_send.cc
+  Status room(std::size_t bytes, bool reserve) const noexcept;
+  Status put(ChannelId ch, std::span<const std::byte> head, std::span<const std::byte> body, std::byte* copy) noexcept;
+  Status send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept;
+  Status send_credit(Peer& p, bool probe) noexcept;
+  Status send_error(Peer& p, std::uint8_t token, Status status) noexcept;
+  Status check_send(ChannelId ch, std::span<const std::uint64_t> args, std::size_t payload, Peer*& out) noexcept;
+  Status begin_request(Peer& p, std::size_t bytes) noexcept;
+  std::uint8_t track(Peer& p, std::uint64_t cookie) noexcept;
+  void resend(Peer& p, Seq seq) noexcept;
+  // endpoint_receive.cc
+  void arrival(const core::Descriptor& d) noexcept;
+  void run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
+  void run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
+  void apply_ack(Peer& p, Seq ack) noexcept;
+  void timers(Peer& p, Time now) noexcept;
+  void op_completions() noexcept;
+  void fail_peer(Peer& p, Status status) noexcept;
+  void complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept;
+  void done_with(BufferId b, ChannelId credit_to, Disposition d) noexcept;
+  Peer* peer(ChannelId ch) noexcept;
+  ChannelId adopt(ChannelId ch);
+  Time now() const noexcept;
+
+  Config config_;
+  Stats stats_;
+  std::unique_ptr<core::Endpoint> net_;
+  bool ud_ = false;
+  core::CycleClock clock_;
+  std::uint32_t per_channel_budget_ = 0;
+  std::vector<std::unique_ptr<Peer>> peers_;  // by channel id
+  std::vector<ChannelId> open_;               // channels with a live peer, for the timers
+  HandlerTable<Handler> handlers_;
+  CompletionHandler on_completion_;
+  std::vector<ChannelId> kept_;               // by buffer: the channel whose request it holds
+  std::vector<Get> gets_;
+  std::unique_ptr<core::DescriptorRing<std::uint32_t>> free_gets_;
+  std::uint64_t work_ = 0;                    // handlers and completions run (for wait())
+  std::array<std::byte, core::Descriptor::kInlineBytes> scratch_{};
+};
+
+}  // namespace unet::uam

@@ -1,0 +1,67 @@
+// Message, Token and the handler types: what an active-message handler is given.
+//
+// A handler runs inside uam::Endpoint::poll() (or wait()), on the endpoint's thread, once per
+// message, in the order its channel delivered them. It gets the message's argument words (0..4)
+// and its payload: a short payload rides inside the descriptor and is valid for the handler's
+// duration only; a medium one sits in a segment buffer (Message::buffer) and is valid until the
+// handler returns kDone — or, if it returns kKept, until the application calls
+// uam::Endpoint::release(buffer). A kept request buffer still holds its sender's credit, so a peer
+// stalls if too many are kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "unet/core/descriptor.h"
+#include "unet/uam/handler_table.h"
+#include "unet/verbs/status.h"
+
+namespace unet::uam {
+
+using core::BufferId;
+using core::ChannelId;
+
+struct Message {
+  ChannelId channel = core::kNoChannel;
+  HandlerId handler = 0;
+  std::span<const std::uint64_t> args;    // 0..4 words
+  std::span<const std::byte> payload;     // a get: the local memory the data was read into
+  BufferId buffer = core::kNoBuffer;      // medium payload: its segment buffer (kNoBuffer: short)
+  std::uint64_t cookie = 0;               // reply and get handlers: the cookie of the request/get
+  Status status = Status::kOk;            // get handlers: the read's outcome
+  std::uint64_t bulk_offset = 0;          // store handlers: where the data landed in our window
+  std::uint64_t bulk_length = 0;          // ... and how many bytes
+};
+
+// What a handler does with a medium payload's buffer.
+enum class Disposition : std::uint8_t {
+  kDone,  // the buffer goes back to the free queue when the handler returns
+  kKept,  // the application keeps it and calls Endpoint::release(buffer) later (medium only)
+};
+
+// Who sent a request and how to answer it; given to request handlers only. reply() may use it
+// once; a request whose handler does not reply is acknowledged implicitly.
+class Token {
+ public:
+  ChannelId channel() const noexcept { return channel_; }
+  bool replied() const noexcept { return replied_; }
+
+ private:
+  friend class Endpoint;
+  Token(ChannelId ch, std::uint8_t id) noexcept : channel_(ch), id_(id) {}
+  ChannelId channel_;
+  std::uint8_t id_;
+  bool replied_ = false;
+};
+
+// Request handlers (requests and stores) may reply through the token.
+using RequestHandler = std::function<Disposition(Token&, const Message&)>;
+// Reply handlers (replies and gets).
+using ReplyHandler = std::function<Disposition(const Message&)>;
+// Called exactly once per request, store and get with its cookie: kOk once the peer ran its
+// handler (and any reply handler here has run) or the get's data is in place; otherwise the error
+// (an unknown handler at the peer is kNotFound; a failed or closed channel its transport status).
+using CompletionHandler = std::function<void(ChannelId, std::uint64_t cookie, Status)>;
+
+}  // namespace unet::uam

@@ -1,0 +1,276 @@
+// uam::Endpoint progress: arrivals and their handlers, acks and completions, timers, failures.
+#include <endian.h>
+
+#include <algorithm>
+
+#include "endpoint_impl.h"
+
+namespace unet::uam {
+
+namespace {
+
+std::uint64_t get_le64(const std::byte* p) noexcept {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return le64toh(v);
+}
+
+// An error reply's status word, if it names an error.
+Status error_status(const Header& h) noexcept {
+  if (h.arg_count != 1 || h.args[0] == 0 || h.args[0] > static_cast<std::uint64_t>(Status::kDeviceError))
+    return Status::kRemoteOperationError;
+  return static_cast<Status>(h.args[0]);
+}
+
+}  // namespace
+
+int Endpoint::poll() noexcept {
+  const int n = net_->poll();  // arrivals run their handlers in here (core's upcall)
+  if (n < 0) return n;
+  op_completions();
+  const Time t = now();
+  for (std::size_t i = 0; i < open_.size();) {  // timers may fail a peer, which leaves open_
+    const ChannelId ch = open_[i];
+    timers(*peers_[ch], t);
+    if (i < open_.size() && open_[i] == ch) ++i;
+  }
+  const int f = net_->flush();  // replies and credits pushed above go out now, not next poll
+  if (f < 0) return f;
+  return n + f;
+}
+
+Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
+  const std::uint64_t before = work_;
+  const Time deadline = now() + timeout;
+  for (;;) {
+    if (poll() < 0) return Status::kDeviceError;
+    if (work_ != before) return Status::kOk;
+    const Time t = now();
+    if (t >= deadline) return Status::kTimeout;
+    // Sleep on the completion channel, but wake for timers (acks, resends) every millisecond.
+    const auto slice = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(1),
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
+    if (Status s = net_->wait(slice); s != Status::kOk && s != Status::kTimeout) return s;
+  }
+}
+
+// One arrival from core (its upcall): decode, account credits and sequence, run the handler.
+void Endpoint::arrival(const core::Descriptor& d) noexcept {
+  const BufferId b = d.is_inline() ? core::kNoBuffer : d.buffer;
+  const std::span<const std::byte> bytes =
+      d.is_inline() ? d.inline_payload() : std::span<const std::byte>(net_->buffer(b).first(d.length));
+  Peer* p = peer(d.channel);
+  Header h;
+  Status decoded = decode(bytes, h);
+  if (decoded != Status::kOk || !p || !p->open) {
+    if (decoded != Status::kOk) ++stats_.malformed;
+    if (b != core::kNoBuffer) (void)net_->release(b);
+    return;
+  }
+  const Time t = now();
+  p->last_heard = t;
+  if (p->credits.on_credit_total(h.credits) != Status::kOk) {  // returns credits never spent
+    ++stats_.protocol_errors;
+    if (b != core::kNoBuffer) (void)net_->release(b);
+    return;
+  }
+  if (!p->credits.stalled()) p->probe_interval = config_.reliability.rto_initial;
+  bool deliver = false;
+  if (h.kind == Kind::kCredit) {
+    if (h.probe) p->credits.on_probe();
+  } else if (p->rx.on_arrival(h.seq, t) == Arrival::kDeliver) {
+    deliver = true;
+  } else {  // UD: a duplicate or a message past a gap, dropped (RC cannot produce either)
+    ++(p->tx ? stats_.duplicates : stats_.protocol_errors);
+  }
+  if (!deliver) {
+    if (b != core::kNoBuffer) (void)net_->release(b);
+  } else if (h.kind == Kind::kRequest || h.kind == Kind::kStoreDone) {
+    run_request(*p, h, bytes.subspan(header_bytes(h.arg_count)), b);
+  } else {
+    run_reply(*p, h, bytes.subspan(header_bytes(h.arg_count)), b);
+  }
+  // The ack after the body: a reply's own request completes after its reply handler ran.
+  if (p->open) apply_ack(*p, h.ack);
+}
+
+void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
+  if (p.credits.on_request() != Status::kOk) {  // the peer overran its window
+    ++stats_.protocol_errors;
+    if (b != core::kNoBuffer) (void)net_->release(b);
+    return;
+  }
+  const Handler* fn = nullptr;
+  const bool store = h.kind == Kind::kStoreDone;
+  if (handlers_.lookup(h.handler, HandlerKind::kRequest, fn) != Status::kOk || (store && payload.size() != kStorePayload)) {
+    ++stats_.unknown_handler;
+    (void)send_error(p, h.token, Status::kNotFound);
+    done_with(b, p.ch, Disposition::kDone);
+    return;
+  }
+  Message m;
+  m.channel = p.ch;
+  m.handler = h.handler;
+  m.args = std::span<const std::uint64_t>(h.args.data(), h.arg_count);
+  m.buffer = b;
+  if (store) {
+    m.bulk_offset = get_le64(payload.data());
+    m.bulk_length = get_le64(payload.data() + 8);
+  } else {
+    m.payload = payload;
+  }
+  Token token(p.ch, h.token);
+  ++stats_.requests_handled;
+  ++work_;
+  done_with(b, p.ch, fn->request(token, m));
+}
+
+void Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
+  if (!p.awaiting(h.token) || p.slot(h.token).replied) {  // no such request, or answered twice
+    ++stats_.protocol_errors;
+    if (b != core::kNoBuffer) (void)net_->release(b);
+    return;
+  }
+  Peer::Pending& e = p.slot(h.token);
+  e.replied = true;
+  const Handler* fn = nullptr;
+  if (h.kind == Kind::kErrorReply) {
+    e.status = error_status(h);
+  } else if (handlers_.lookup(h.handler, HandlerKind::kReply, fn) != Status::kOk) {
+    ++stats_.unknown_handler;
+    e.status = Status::kNotFound;
+  }
+  if (!fn) {
+    if (b != core::kNoBuffer) (void)net_->release(b);
+    return;
+  }
+  Message m;
+  m.channel = p.ch;
+  m.handler = h.handler;
+  m.args = std::span<const std::uint64_t>(h.args.data(), h.arg_count);
+  m.payload = payload;
+  m.buffer = b;
+  m.cookie = e.cookie;
+  ++stats_.replies_handled;
+  ++work_;
+  done_with(b, kKeptNoCredit, fn->reply(m));
+}
+
+// A handler is done with its message: the buffer goes back (and a request's credit is owed to its
+// sender) unless the handler kept a medium payload's buffer.
+void Endpoint::done_with(BufferId b, ChannelId credit_to, Disposition d) noexcept {
+  if (b != core::kNoBuffer && d == Disposition::kKept) {
+    kept_[b] = credit_to;
+    return;
+  }
+  if (credit_to != kKeptNoCredit) (void)peers_[credit_to]->credits.request_done();
+  if (b != core::kNoBuffer) (void)net_->release(b);
+}
+
+Status Endpoint::release(BufferId b) noexcept {
+  if (b >= kept_.size() || kept_[b] == core::kNoChannel) return Status::kInvalidState;
+  const ChannelId ch = kept_[b];
+  kept_[b] = core::kNoChannel;
+  if (ch != kKeptNoCredit) (void)peers_[ch]->credits.request_done();
+  return net_->release(b);
+}
+
+// The peer has run every message of ours before sequence number `ack`: requests and stores up to
+// there complete (a reply, if any, ran first); UD also retires the kept copies.
+void Endpoint::apply_ack(Peer& p, Seq ack) noexcept {
+  if (p.tx) {
+    const Status s = p.tx->on_ack(ack, now(), [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(p, q); });
+    if (s == Status::kInvalidArgument) ++stats_.protocol_errors;
+    if (s != Status::kOk) return;
+  } else if (seq_before(p.next_seq, ack)) {  // acknowledges what we never sent
+    ++stats_.protocol_errors;
+    return;
+  }
+  while (p.pending_count > 0) {
+    const Peer::Pending e = p.slot(p.oldest_token);
+    if (!seq_before(e.seq, ack)) break;
+    ++p.oldest_token;
+    --p.pending_count;
+    complete(p.ch, e.cookie, e.status);  // may send a new request: the loop re-reads
+  }
+}
+
+void Endpoint::complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept {
+  ++(s == Status::kOk ? stats_.completed_ok : stats_.completed_error);
+  ++work_;
+  if (on_completion_) on_completion_(ch, cookie, s);
+}
+
+// Per-peer timers: a failed core channel, UD resends and probes, RC keepalives, and acks or
+// credits that are due.
+void Endpoint::timers(Peer& p, Time t) noexcept {
+  if (net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);
+  if (p.tx) {
+    const Status s = p.tx->on_timer(t, [&](Seq q, std::uint64_t) { resend(p, q); }, [](Seq, std::uint64_t) {});
+    if (s == Status::kRetryExceeded) return fail_peer(p, s);
+    // Out of credit: the credit message may have been lost. Ask for the total, backing off.
+    if (p.credits.stalled() && t - p.last_probe >= p.probe_interval && send_credit(p, true) == Status::kOk) {
+      p.last_probe = t;
+      p.probe_interval = std::min(p.probe_interval * 2, config_.reliability.rto_max);
+    }
+  } else if (p.pending_count > 0 && t - p.last_heard >= config_.keepalive && t - p.last_probe >= config_.keepalive) {
+    // A silent RC peer: a message makes the QP find out whether it is still there.
+    if (send_credit(p, false) == Status::kOk) {
+      p.last_probe = t;
+      ++stats_.keepalives;
+    }
+  }
+  if (p.credits.should_send_explicit_credit() || p.rx.ack_due(t)) (void)send_credit(p, false);
+}
+
+// Core's operation completions: gets finish here; a failed write or send fails its channel.
+void Endpoint::op_completions() noexcept {
+  core::OpCompletion c;
+  while (net_->completion(c) == Status::kOk) {
+    if (c.tag & kGetTag) {
+      const auto slot = static_cast<std::uint32_t>(c.tag);
+      const Get g = gets_[slot];
+      (void)free_gets_->push(slot);
+      Peer* p = peer(g.ch);
+      if (p && p->gets > 0) --p->gets;
+      const Handler* fn = nullptr;
+      Status s = c.status;
+      if (handlers_.lookup(g.handler, HandlerKind::kReply, fn) == Status::kOk) {
+        Message m;
+        m.channel = g.ch;
+        m.handler = g.handler;
+        m.args = std::span<const std::uint64_t>(g.args.data(), g.arg_count);
+        m.payload = std::span<const std::byte>(g.local, g.length);
+        m.cookie = g.cookie;
+        m.status = c.status;
+        ++stats_.replies_handled;
+        (void)fn->reply(m);
+      } else if (s == Status::kOk) {
+        ++stats_.unknown_handler;
+        s = Status::kNotFound;
+      }
+      complete(g.ch, g.cookie, s);
+      if (c.status != Status::kOk && p) fail_peer(*p, c.status);
+    } else if (c.status != Status::kOk) {
+      if (Peer* p = peer(c.channel)) fail_peer(*p, c.status);
+    }
+  }
+}
+
+// The channel failed or was closed: everything outstanding on it completes with `status`, and
+// later calls on it return kClosed.
+void Endpoint::fail_peer(Peer& p, Status status) noexcept {
+  if (!p.open) return;
+  p.open = false;
+  if (p.tx) p.tx->abort([](Seq, std::uint64_t) {});
+  if (auto it = std::find(open_.begin(), open_.end(), p.ch); it != open_.end()) open_.erase(it);
+  while (p.pending_count > 0) {
+    const Peer::Pending e = p.slot(p.oldest_token);
+    ++p.oldest_token;
+    --p.pending_count;
+    complete(p.ch, e.cookie, e.status != Status::kOk ? e.status : status);
+  }
+}
+
+}  // namespace unet::uam

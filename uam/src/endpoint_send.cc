@@ -1,0 +1,259 @@
+// uam::Endpoint sending: requests, replies, stores, gets, credit messages and UD resends. No
+// allocation, lock or exception: messages are composed on the stack or in a segment buffer.
+#include <endian.h>
+
+#include <algorithm>
+
+#include "endpoint_impl.h"
+
+namespace unet::uam {
+
+namespace {
+
+void put_le64(std::byte* p, std::uint64_t v) noexcept {
+  v = htole64(v);
+  std::memcpy(p, &v, 8);
+}
+
+}  // namespace
+
+// Room for one message of `bytes` on the send path. A request leaves the reserve for replies and
+// credit messages; a reply or credit message may use it.
+Status Endpoint::room(std::size_t bytes, bool reserve) const noexcept {
+  const std::uint32_t slots = 1 + (reserve ? kReplySlots : 0);
+  if (net_->send_queue_space() < slots) return Status::kNoResource;
+  if (bytes > net_->inline_threshold() && net_->spare_buffers() < 1 + (reserve ? kReplyBuffers : 0))
+    return Status::kNoResource;
+  return Status::kOk;
+}
+
+// Hands one composed message to core: inside the descriptor when it fits, else in a segment
+// buffer. `head` is header and arguments, `body` the payload; `copy` (UD) receives the bytes too.
+Status Endpoint::put(ChannelId ch, std::span<const std::byte> head, std::span<const std::byte> body,
+                     std::byte* copy) noexcept {
+  const std::size_t total = head.size() + body.size();
+  if (total <= net_->inline_threshold()) {
+    std::memcpy(scratch_.data(), head.data(), head.size());
+    if (!body.empty()) std::memcpy(scratch_.data() + head.size(), body.data(), body.size());
+    if (copy) std::memcpy(copy, scratch_.data(), total);
+    return net_->send_inline(ch, std::span<const std::byte>(scratch_.data(), total));
+  }
+  core::BufferId b;
+  if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
+  std::byte* p = net_->buffer(b).data();
+  std::memcpy(p, head.data(), head.size());
+  if (!body.empty()) std::memcpy(p + head.size(), body.data(), body.size());
+  if (copy) std::memcpy(copy, p, total);
+  return net_->send(ch, b, static_cast<std::uint32_t>(total));
+}
+
+// Numbers, stamps and sends a message of any sequenced kind (room() was checked). The header
+// carries the credits we owe and our cumulative ack.
+Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept {
+  h.payload_length = static_cast<std::uint16_t>(payload.size());
+  std::byte* copy = nullptr;
+  if (p.tx) {
+    Seq seq;
+    if (Status s = p.tx->push(0, now(), seq); s != Status::kOk) return s;
+    h.seq = seq;
+    copy = p.copy(seq);
+    p.copy_len[seq & p.copy_mask] = static_cast<std::uint32_t>(message_bytes(h));
+  } else {
+    h.seq = p.next_seq++;
+  }
+  h.credits = p.credits.piggyback();
+  h.ack = p.rx.ack();
+  std::array<std::byte, header_bytes(kMaxArgs)> head;
+  if (Status s = encode(h, head); s != Status::kOk) return s;  // checked by the callers: cannot fail
+  const Status s = put(p.ch, std::span<const std::byte>(head.data(), header_bytes(h.arg_count)), payload, copy);
+  if (p.tx) {  // UD: numbered and kept, so sent: if it did not go out now the timer resends it
+    p.rx.ack_sent();
+    return Status::kOk;
+  }
+  if (s != Status::kOk) {  // RC: only a failing channel refuses (room() was checked)
+    --p.next_seq;
+    return s;
+  }
+  p.rx.ack_sent();
+  return Status::kOk;
+}
+
+Status Endpoint::send_credit(Peer& p, bool probe) noexcept {
+  if (net_->send_queue_space() == 0) return Status::kNoResource;
+  Header h;
+  h.kind = Kind::kCredit;
+  h.probe = probe;
+  h.credits = p.credits.piggyback();
+  h.ack = p.rx.ack();
+  std::array<std::byte, kFixedHeaderBytes> head;
+  if (Status s = encode(h, head); s != Status::kOk) return s;
+  const Status s = put(p.ch, head, {}, nullptr);
+  if (s == Status::kOk) {
+    p.rx.ack_sent();
+    ++stats_.credit_messages;
+  }
+  return s;
+}
+
+// Checks what every sender checks; kOk when `args` and `payload` may go to an open channel.
+Status Endpoint::check_send(ChannelId ch, std::span<const std::uint64_t> args, std::size_t payload,
+                            Peer*& out) noexcept {
+  Peer* p = peer(ch);
+  if (!p) return Status::kNotFound;
+  if (!p->open) return Status::kClosed;
+  if (args.size() > kMaxArgs || payload > max_payload(args.size())) return Status::kInvalidArgument;
+  out = p;
+  return Status::kOk;
+}
+
+// Takes a credit and a pending slot for a request or store; kNoResource when there is none.
+Status Endpoint::begin_request(Peer& p, std::size_t bytes) noexcept {
+  if (Status s = room(bytes, true); s != Status::kOk) return s;
+  if (p.tx && p.tx->outstanding() >= config_.reliability.window) return Status::kNoResource;
+  if (p.pending_count >= Peer::kPendingSlots - 1) return Status::kNoResource;
+  return p.credits.consume();
+}
+
+// Records the request just numbered `seq` as awaiting completion; returns its token.
+std::uint8_t Endpoint::track(Peer& p, std::uint64_t cookie) noexcept {
+  const std::uint8_t token = p.next_token++;
+  p.slot(token) = Peer::Pending{0, cookie, Status::kOk, false};
+  ++p.pending_count;
+  return token;
+}
+
+Status Endpoint::request(ChannelId ch, HandlerId handler, std::span<const std::uint64_t> args,
+                         std::span<const std::byte> payload, std::uint64_t cookie) noexcept {
+  Peer* p = nullptr;
+  if (Status s = check_send(ch, args, payload.size(), p); s != Status::kOk) return s;
+  const std::size_t bytes = header_bytes(args.size()) + payload.size();
+  if (Status s = begin_request(*p, bytes); s != Status::kOk) return s;
+  Header h;
+  h.kind = Kind::kRequest;
+  h.handler = handler;
+  h.arg_count = static_cast<std::uint8_t>(args.size());
+  std::copy(args.begin(), args.end(), h.args.begin());
+  h.token = p->next_token;
+  const Status s = send_message(*p, h, payload);
+  if (s != Status::kOk) {  // room() was checked: only a failed channel gets here
+    p->credits.undo_consume();
+    return s;
+  }
+  p->slot(track(*p, cookie)).seq = h.seq;
+  ++stats_.requests_sent;
+  return Status::kOk;
+}
+
+Status Endpoint::reply(Token& token, HandlerId handler, std::span<const std::uint64_t> args,
+                       std::span<const std::byte> payload) noexcept {
+  if (token.replied_) return Status::kInvalidState;
+  Peer* p = nullptr;
+  if (Status s = check_send(token.channel_, args, payload.size(), p); s != Status::kOk) return s;
+  const std::size_t bytes = header_bytes(args.size()) + payload.size();
+  Header h;
+  h.token = token.id_;
+  if (room(bytes, false) != Status::kOk) {
+    // No buffer for a medium reply: the requester learns it through an error reply, which always
+    // fits inside a descriptor.
+    ++stats_.reply_no_buffer;
+    const Status s = send_error(*p, token.id_, Status::kNoResource);
+    token.replied_ = s == Status::kOk;
+    return s == Status::kOk ? Status::kNoResource : s;
+  }
+  h.kind = Kind::kReply;
+  h.handler = handler;
+  h.arg_count = static_cast<std::uint8_t>(args.size());
+  std::copy(args.begin(), args.end(), h.args.begin());
+  const Status s = send_message(*p, h, payload);
+  if (s == Status::kOk) {
+    token.replied_ = true;
+    ++stats_.replies_sent;
+  }
+  return s;
+}
+
+// Answers request `token` with error `status` (an unknown handler, no buffer for the reply).
+Status Endpoint::send_error(Peer& p, std::uint8_t token, Status status) noexcept {
+  if (net_->send_queue_space() == 0) return Status::kNoResource;
+  Header h;
+  h.kind = Kind::kErrorReply;
+  h.token = token;
+  h.arg_count = 1;
+  h.args[0] = static_cast<std::uint64_t>(status);
+  return send_message(p, h, {});
+}
+
+Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const core::RemoteToken& remote,
+                       std::uint64_t offset, HandlerId handler, std::span<const std::uint64_t> args,
+                       std::uint64_t cookie) noexcept {
+  Peer* p = nullptr;
+  if (Status s = check_send(ch, args, kStorePayload, p); s != Status::kOk) return s;
+  if (args.size() > 2 || len == 0 || !local) return Status::kInvalidArgument;
+  const std::size_t bytes = header_bytes(args.size()) + kStorePayload;
+  // The write and the store-done message: two send-queue slots.
+  if (net_->send_queue_space() < 2 + kReplySlots) return Status::kNoResource;
+  if (Status s = begin_request(*p, bytes); s != Status::kOk) return s;
+  if (Status s = net_->write(ch, local, len, remote, offset, kStoreTag); s != Status::kOk) {
+    p->credits.undo_consume();
+    return s;
+  }
+  Header h;
+  h.kind = Kind::kStoreDone;
+  h.handler = handler;
+  h.arg_count = static_cast<std::uint8_t>(args.size());
+  std::copy(args.begin(), args.end(), h.args.begin());
+  h.token = p->next_token;
+  std::array<std::byte, kStorePayload> where;
+  put_le64(where.data(), offset);
+  put_le64(where.data() + 8, len);
+  if (Status s = send_message(*p, h, where); s != Status::kOk) {
+    // The write is on its way but its notice is not: the channel is failing (room was checked);
+    // the store completes with that failure.
+    p->credits.undo_consume();
+    fail_peer(*p, s);
+    return s;
+  }
+  p->slot(track(*p, cookie)).seq = h.seq;
+  ++stats_.stores_sent;
+  return Status::kOk;
+}
+
+Status Endpoint::get(ChannelId ch, const core::RemoteToken& remote, std::uint64_t offset, void* local,
+                     std::size_t len, HandlerId handler, std::span<const std::uint64_t> args,
+                     std::uint64_t cookie) noexcept {
+  Peer* p = nullptr;
+  if (Status s = check_send(ch, args, 0, p); s != Status::kOk) return s;
+  if (len == 0 || !local) return Status::kInvalidArgument;
+  std::uint32_t slot;
+  if (!free_gets_->pop_into(slot)) return Status::kNoResource;
+  Get& g = gets_[slot];
+  g = Get{ch, handler, static_cast<std::uint8_t>(args.size()), {}, static_cast<std::byte*>(local), len, cookie};
+  std::copy(args.begin(), args.end(), g.args.begin());
+  if (Status s = net_->read(ch, local, len, remote, offset, kGetTag | slot); s != Status::kOk) {
+    (void)free_gets_->push(slot);
+    return s;
+  }
+  ++p->gets;
+  ++stats_.gets_issued;
+  return Status::kOk;
+}
+
+// UD: sends message `seq` again from its copy. Skipped when the send path is full: the timer
+// comes back.
+void Endpoint::resend(Peer& p, Seq seq) noexcept {
+  const std::uint32_t len = p.copy_len[seq & p.copy_mask];
+  if (room(len, false) != Status::kOk) return;
+  std::byte* c = p.copy(seq);
+  // Refresh the piggybacked credits and ack: the copy's are stale (both fields are cumulative).
+  c[6] = static_cast<std::byte>(p.credits.piggyback());
+  const std::uint32_t ack = htole32(p.rx.ack());
+  std::memcpy(c + 12, &ack, 4);
+  if (put(p.ch, std::span<const std::byte>(c, std::min<std::uint32_t>(len, kFixedHeaderBytes)),
+          std::span<const std::byte>(c + kFixedHeaderBytes, len > kFixedHeaderBytes ? len - kFixedHeaderBytes : 0),
+          nullptr) == Status::kOk) {
+    p.rx.ack_sent();
+    ++stats_.retransmitted;
+  }
+}
+
+}  // namespace unet::uam
