@@ -102,7 +102,7 @@ TEST_P(UamTransport, RequestReplyRoundTrips) {
   EXPECT_EQ(p.a.stats().requests_sent, kCount);
   EXPECT_EQ(p.b.stats().replies_sent, kCount);
   EXPECT_EQ(p.a.stats().completed_error, 0u);
-  EXPECT_EQ(p.a.stats().protocol_errors + p.b.stats().protocol_errors, 0u);
+  EXPECT_EQ(p.a.stats().protocol_errors() + p.b.stats().protocol_errors(), 0u);
 }
 
 // A handler that does not reply is acknowledged implicitly: the request completes with kOk.
@@ -272,7 +272,7 @@ TEST(UamRc, FloodNeverOverrunsWithRnrRetryZero) {
     EXPECT_EQ(handled[1 - s], kCount);
     EXPECT_EQ(replies[s], kCount);
     EXPECT_EQ(eps[s]->channel_status(chs[s]), Status::kOk);
-    EXPECT_EQ(eps[s]->stats().protocol_errors, 0u);
+    EXPECT_EQ(eps[s]->stats().protocol_errors(), 0u);
     EXPECT_EQ(eps[s]->net().stats().send_errors, 0u);
   }
 }

@@ -187,7 +187,6 @@ std::vector<Malformed> malformed_inputs() {
       {"CreditNamingAHandler", credit_with([](Header& h) { h.handler = 3; }),
        WireFault::kCreditFields},
       {"CreditWithAToken", credit_with([](Header& h) { h.token = 1; }), WireFault::kCreditFields},
-      {"CreditWithASeq", credit_with([](Header& h) { h.seq = 1; }), WireFault::kCreditFields},
       {"CreditWithArgs", credit_with([](Header& h) { h.arg_count = 1; }), WireFault::kCreditFields},
       {"CreditWithPayload", credit_with([](Header& h) { h.payload_length = 2; }),
        WireFault::kCreditFields},

@@ -62,9 +62,9 @@ struct Endpoint::Peer {
   std::uint32_t slot_bytes = 0;
   std::unique_ptr<std::byte[]> copies;
   std::unique_ptr<std::uint32_t[]> copy_len;
-  Time last_heard{};             // the last arrival from the peer
-  Time last_probe{};             // the last probe (UD: out of credit; RC: keepalive)
-  Time probe_interval{};         // UD: backs off while the stall lasts
+  Time last_heard{};             // the last arrival from the peer that could complete requests
+  Time last_probe{};             // the last probe sent
+  Time probe_interval{};         // UD: backs off while the peer stays unheard or we lack credit
 
   Pending& slot(std::uint8_t token) noexcept { return pending[token % kPendingSlots]; }
   // True when `token` names a request or store awaiting completion.

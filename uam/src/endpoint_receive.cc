@@ -69,20 +69,21 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
     return;
   }
   const Time t = now();
-  p->last_heard = t;
   if (p->credits.on_credit_total(h.credits) != Status::kOk) {  // returns credits never spent
-    ++stats_.protocol_errors;
+    ++stats_.bad_credits;
     if (b != core::kNoBuffer) (void)net_->release(b);
     return;
   }
-  if (!p->credits.stalled()) p->probe_interval = config_.reliability.rto_initial;
-  bool deliver = false;
+  // Whether we hold every message the peer sent before this one: only then may its ack complete
+  // our requests, since a reply the peer sent earlier (and we lost) must run first.
+  bool in_step = false, deliver = false;
   if (h.kind == Kind::kCredit) {
     if (h.probe) p->credits.on_probe();
+    in_step = h.seq == p->rx.ack();
   } else if (p->rx.on_arrival(h.seq, t) == Arrival::kDeliver) {
-    deliver = true;
+    in_step = deliver = true;
   } else {  // UD: a duplicate or a message past a gap, dropped (RC cannot produce either)
-    ++(p->tx ? stats_.duplicates : stats_.protocol_errors);
+    ++(p->tx ? stats_.duplicates : stats_.out_of_order);
   }
   if (!deliver) {
     if (b != core::kNoBuffer) (void)net_->release(b);
@@ -91,13 +92,17 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
   } else {
     run_reply(*p, h, bytes.subspan(header_bytes(h.arg_count)), b);
   }
+  if (in_step) {  // the peer is heard from in a way that can complete requests
+    p->last_heard = t;
+    p->probe_interval = config_.reliability.rto_initial;
+  }
   // The ack after the body: a reply's own request completes after its reply handler ran.
-  if (p->open) apply_ack(*p, h.ack);
+  if (p->open) apply_ack(*p, h.ack, in_step);
 }
 
 void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
   if (p.credits.on_request() != Status::kOk) {  // the peer overran its window
-    ++stats_.protocol_errors;
+    ++stats_.overruns;
     if (b != core::kNoBuffer) (void)net_->release(b);
     return;
   }
@@ -128,7 +133,7 @@ void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> 
 
 void Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
   if (!p.awaiting(h.token) || p.slot(h.token).replied) {  // no such request, or answered twice
-    ++stats_.protocol_errors;
+    ++stats_.stray_replies;
     if (b != core::kNoBuffer) (void)net_->release(b);
     return;
   }
@@ -176,18 +181,20 @@ Status Endpoint::release(BufferId b) noexcept {
   return net_->release(b);
 }
 
-// The peer has run every message of ours before sequence number `ack`: requests and stores up to
-// there complete (a reply, if any, ran first); UD also retires the kept copies.
-void Endpoint::apply_ack(Peer& p, Seq ack) noexcept {
+// The peer has run every message of ours before sequence number `ack`: UD retires the kept
+// copies, and when the arrival was `in_step` requests and stores up to there complete (any reply
+// to them ran first). Out of step, the next in-step arrival completes them: the peer's missing
+// messages are resent, each carrying the ack again.
+void Endpoint::apply_ack(Peer& p, Seq ack, bool in_step) noexcept {
   if (p.tx) {
     const Status s = p.tx->on_ack(ack, now(), [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(p, q); });
-    if (s == Status::kInvalidArgument) ++stats_.protocol_errors;
+    if (s == Status::kInvalidArgument) ++stats_.bad_acks;
     if (s != Status::kOk) return;
   } else if (seq_before(p.next_seq, ack)) {  // acknowledges what we never sent
-    ++stats_.protocol_errors;
+    ++stats_.bad_acks;
     return;
   }
-  while (p.pending_count > 0) {
+  while (in_step && p.pending_count > 0) {
     const Peer::Pending e = p.slot(p.oldest_token);
     if (!seq_before(e.seq, ack)) break;
     ++p.oldest_token;
@@ -202,24 +209,27 @@ void Endpoint::complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept {
   if (on_completion_) on_completion_(ch, cookie, s);
 }
 
-// Per-peer timers: a failed core channel, UD resends and probes, RC keepalives, and acks or
-// credits that are due.
+// Per-peer timers: a failed core channel, UD resends, probes, and acks or credits that are due.
+//
+// A probe is a credit message with the probe bit, which the peer answers with its credits, its
+// ack and its next sequence number. It goes out when requests are outstanding but the peer has
+// not been heard from in step for a while (UD: an ack we could not use arrived while we missed
+// a message; RC: the peer may be dead, and the send makes the QP find out), or (UD) when we are
+// out of credit and the credit message may have been lost. UD probes back off from rto_initial to
+// rto_max; RC probes every `keepalive`.
 void Endpoint::timers(Peer& p, Time t) noexcept {
   if (net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);
   if (p.tx) {
     const Status s = p.tx->on_timer(t, [&](Seq q, std::uint64_t) { resend(p, q); }, [](Seq, std::uint64_t) {});
     if (s == Status::kRetryExceeded) return fail_peer(p, s);
-    // Out of credit: the credit message may have been lost. Ask for the total, backing off.
-    if (p.credits.stalled() && t - p.last_probe >= p.probe_interval && send_credit(p, true) == Status::kOk) {
-      p.last_probe = t;
-      p.probe_interval = std::min(p.probe_interval * 2, config_.reliability.rto_max);
-    }
-  } else if (p.pending_count > 0 && t - p.last_heard >= config_.keepalive && t - p.last_probe >= config_.keepalive) {
-    // A silent RC peer: a message makes the QP find out whether it is still there.
-    if (send_credit(p, false) == Status::kOk) {
-      p.last_probe = t;
-      ++stats_.keepalives;
-    }
+  }
+  const Time interval = p.tx ? p.probe_interval : Time(config_.keepalive);
+  const bool waiting = p.pending_count > 0 && t - p.last_heard >= interval;
+  const bool starved = p.tx && p.credits.stalled();
+  if ((waiting || starved) && t - p.last_probe >= interval && send_credit(p, true) == Status::kOk) {
+    p.last_probe = t;
+    ++stats_.probes;
+    if (p.tx) p.probe_interval = std::min(p.probe_interval * 2, config_.reliability.rto_max);
   }
   if (p.credits.should_send_explicit_credit() || p.rx.ack_due(t)) (void)send_credit(p, false);
 }

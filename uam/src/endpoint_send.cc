@@ -83,6 +83,7 @@ Status Endpoint::send_credit(Peer& p, bool probe) noexcept {
   Header h;
   h.kind = Kind::kCredit;
   h.probe = probe;
+  h.seq = p.tx ? p.tx->next_seq() : p.next_seq;  // lets the peer tell whether it has all before
   h.credits = p.credits.piggyback();
   h.ack = p.rx.ack();
   std::array<std::byte, kFixedHeaderBytes> head;
@@ -244,16 +245,13 @@ void Endpoint::resend(Peer& p, Seq seq) noexcept {
   const std::uint32_t len = p.copy_len[seq & p.copy_mask];
   if (room(len, false) != Status::kOk) return;
   std::byte* c = p.copy(seq);
-  // Refresh the piggybacked credits and ack: the copy's are stale (both fields are cumulative).
+  // The credit total is cumulative, so the copy carries the current one. The ack stays as it was
+  // sent: an ack newer than the message's place in our stream could complete a request at the
+  // peer before the reply we sent after this message arrived there (see arrival()).
   c[6] = static_cast<std::byte>(p.credits.piggyback());
-  const std::uint32_t ack = htole32(p.rx.ack());
-  std::memcpy(c + 12, &ack, 4);
-  if (put(p.ch, std::span<const std::byte>(c, std::min<std::uint32_t>(len, kFixedHeaderBytes)),
-          std::span<const std::byte>(c + kFixedHeaderBytes, len > kFixedHeaderBytes ? len - kFixedHeaderBytes : 0),
-          nullptr) == Status::kOk) {
-    p.rx.ack_sent();
+  if (put(p.ch, std::span<const std::byte>(c, kFixedHeaderBytes),
+          std::span<const std::byte>(c + kFixedHeaderBytes, len - kFixedHeaderBytes), nullptr) == Status::kOk)
     ++stats_.retransmitted;
-  }
 }
 
 }  // namespace unet::uam

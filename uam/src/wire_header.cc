@@ -28,8 +28,8 @@ bool valid_kind(std::uint8_t k) noexcept {
 
 // The kCredit rule, shared by check() and decode().
 bool credit_fields_clear(const Header& h) noexcept {
-  return h.kind != Kind::kCredit || (h.handler == 0 && h.token == 0 && h.seq == 0 &&
-                                     h.arg_count == 0 && h.payload_length == 0);
+  return h.kind != Kind::kCredit || (h.handler == 0 && h.token == 0 && h.arg_count == 0 &&
+                                     h.payload_length == 0);
 }
 
 }  // namespace

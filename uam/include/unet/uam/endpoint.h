@@ -26,6 +26,7 @@
 // retries exhausted) completes every outstanding request, store and get of that channel with an
 // error, and later calls on it return kClosed; other channels keep working. A silent RC peer with
 // requests outstanding is probed every `keepalive`, so its death is noticed even when we are idle.
+// Over UD a probe (backing off from rto_initial) also asks a peer for credits or acks we lost.
 //
 // Threading: one thread, like core::Endpoint. Handlers run inside poll()/wait() and may call
 // request(), reply() (request handlers), store(), get() and release(), but not poll() or wait().
@@ -62,7 +63,8 @@ struct Config {
   std::uint8_t window = CreditWindow::kDefaultWindow;  // credits per channel, 1..127
   // UD only: the sender's retransmission window is raised to 2 * window if smaller.
   ReliabilityConfig reliability;
-  // RC: how long a peer with requests outstanding may stay silent before it is probed.
+  // RC: how long a peer with requests outstanding may stay silent before it is probed (UD probes
+  // back off from reliability.rto_initial to rto_max instead).
   std::chrono::milliseconds keepalive{50};
 };
 
@@ -78,11 +80,19 @@ struct Stats {
   std::uint64_t credit_messages = 0;   // explicit credit/ack messages sent
   std::uint64_t unknown_handler = 0;   // requests for an unregistered handler (answered with an error)
   std::uint64_t malformed = 0;         // arrivals the wire codec refused (dropped)
-  std::uint64_t protocol_errors = 0;   // well-formed but impossible arrivals (dropped), e.g. an overrun
+  // Well-formed but impossible arrivals, dropped; each should stay 0 with a correct peer:
+  std::uint64_t bad_credits = 0;       // credit totals returning credits never spent
+  std::uint64_t overruns = 0;          // requests beyond the peer's window
+  std::uint64_t stray_replies = 0;     // replies to no awaiting request, or a second reply
+  std::uint64_t bad_acks = 0;          // acks of messages never sent
+  std::uint64_t out_of_order = 0;      // RC: sequence numbers out of order
+  std::uint64_t protocol_errors() const noexcept {
+    return bad_credits + overruns + stray_replies + bad_acks + out_of_order;
+  }
   std::uint64_t retransmitted = 0;     // UD resends
   std::uint64_t duplicates = 0;        // UD duplicates and out-of-order arrivals dropped
   std::uint64_t reply_no_buffer = 0;   // medium replies turned into kNoResource error replies
-  std::uint64_t keepalives = 0;        // RC probes of silent peers
+  std::uint64_t probes = 0;            // credit messages asking the peer for its credits and ack
 };
 
 class Endpoint {
@@ -167,7 +177,7 @@ class Endpoint {
   void arrival(const core::Descriptor& d) noexcept;
   void run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
   void run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
-  void apply_ack(Peer& p, Seq ack) noexcept;
+  void apply_ack(Peer& p, Seq ack, bool in_step) noexcept;
   void timers(Peer& p, Time now) noexcept;
   void op_completions() noexcept;
   void fail_peer(Peer& p, Status status) noexcept;

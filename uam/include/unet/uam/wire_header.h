@@ -12,7 +12,9 @@
 //   4      2    payload length in bytes (u16)
 //   6      1    credits returned: the running total, modulo 256 (see credit_window.h)
 //   7      1    request token (a reply, error reply or store-done echoes its request's)
-//   8      4    sequence number of this message on its channel (u32; reliability.h)
+//   8      4    sequence number of this message on its channel (u32; reliability.h); in a
+//               credit/ack-only message, the sequence number the sender's next message will
+//               have (so the receiver knows whether it has every message sent before the ack)
 //   12     4    cumulative ack: the next sequence number the sender expects from the peer
 //   16     8*n  argument words, n = argument count (u64 each)
 //   16+8n  len  payload
@@ -24,8 +26,8 @@
 // Rules decode() enforces, each with its own WireFault: the message is at least 16 bytes; magic and
 // version match; kind is 1..5; argument count is 0..4; reserved bits are zero; the message is
 // exactly 16 + 8n + payload_length bytes (no truncation, no trailing bytes); a credit/ack-only
-// message names no handler, token, sequence number, arguments or payload (its seq is zero: it is
-// not sequenced); only a credit/ack-only message may carry the probe bit. On any failure `out` is
+// message names no handler, token, arguments or payload (it is not sequenced itself); only a
+// credit/ack-only message may carry the probe bit. On any failure `out` is
 // left untouched. encode() refuses a header that decode() would refuse. Neither allocates nor
 // throws.
 #pragma once
@@ -90,7 +92,7 @@ enum class WireFault : std::uint8_t {
   kBadArgCount,     // more than kMaxArgs
   kReservedBits,    // reserved bits of byte 3 are set
   kLengthMismatch,  // message size != 16 + 8n + payload_length
-  kCreditFields,    // a kCredit message names a handler, token, seq, arguments or payload
+  kCreditFields,    // a kCredit message names a handler, token, arguments or payload
   kProbeNotCredit,  // the probe bit on a message other than kCredit
 };
 std::string_view to_string(WireFault f) noexcept;
