@@ -4,11 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
-#include "device_env.h"
+#include "netem.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/gid.h"
 #include "unet/verbs/memory_region.h"
@@ -19,23 +17,6 @@ namespace unet::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string run(const std::string& cmd) {
-  std::string out;
-  if (FILE* f = popen((cmd + " 2>&1").c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, f)) out += buf;
-    pclose(f);
-  }
-  return out;
-}
-
-// Packets the root qdisc of `dev` has dropped so far ("... (dropped N, overlimits ...)"), or -1.
-long dropped(const std::string& dev) {
-  std::string s = run("tc -s qdisc show dev " + dev);
-  auto at = s.find("dropped ");
-  return at == std::string::npos ? -1 : std::strtol(s.c_str() + at + 8, nullptr, 10);
-}
 
 struct Side {
   std::shared_ptr<verbs::Context> ctx;
@@ -48,11 +29,7 @@ struct Side {
 class LossyLink : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* mode = std::getenv("UNET_RXE_MODE");
-    if (!mode || std::string(mode) != "two") {
-      if (device_required()) FAIL() << "UNET_REQUIRE_DEVICE=1 but not run under ci/rxe-vm --two-dev";
-      GTEST_SKIP() << "needs two rxe devices across a veth pair: ci/rxe-vm --two-dev";
-    }
+    UNET_REQUIRE_TWO_DEVICES();
     for (auto [side, dev] : {std::pair{&a_, "rxe0"}, std::pair{&b_, "rxe1"}}) {
       side->ctx = verbs::Context::open(dev);
       side->pd = std::make_shared<verbs::ProtectionDomain>(side->ctx);
