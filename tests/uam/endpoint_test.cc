@@ -218,9 +218,6 @@ TEST_P(UamTransport, BadInputIsRefused) {
   EXPECT_EQ(p.a.channel_status(p.ab), Status::kClosed);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, UamTransport, ::testing::Values(core::Transport::kRc, core::Transport::kUd),
-                         [](const auto& param) { return param.param == core::Transport::kRc ? "Rc" : "Ud"; });
-
 // The flow-control proof: both sides flood each other with requests of mixed sizes (each also
 // answered with a reply) over RC with rnr_retry 0 and a small free queue. A single receive
 // overrun would fail the channel with kRnrRetryExceeded.
@@ -342,10 +339,11 @@ TEST(UamRc, StoreAndGetMoveBlocksUpTo16MiB) {
 }
 
 // A peer that disappears: every outstanding request completes with an error within the bound
-// (keepalive + RC retries, about 0.5 s), later requests fail fast, and a second pair is unharmed.
-TEST(UamRc, PeerFailureCompletesOutstandingRequests) {
+// (RC: keepalive + transport retries, about 0.5 s; UD: retransmission with backoff, about
+// 0.3 s), later requests fail fast, and a second pair in the same process is unharmed.
+TEST_P(UamTransport, PeerFailureCompletesOutstandingRequests) {
   UNET_REQUIRE_DEVICE();
-  auto c = net_config(core::Transport::kRc);
+  auto c = net_config(GetParam());
   Pair healthy(c, c);
   Endpoint survivor(c);
   auto doomed = std::make_unique<Endpoint>(c);
@@ -376,6 +374,25 @@ TEST(UamRc, PeerFailureCompletesOutstandingRequests) {
   EXPECT_GT(healthy_ok, 0);
   EXPECT_EQ(healthy.a.channel_status(healthy.ab), Status::kOk);
 }
+
+// wait(): returns once a handler ran, and kTimeout (after about the timeout) when nothing came.
+TEST_P(UamTransport, WaitWakesForAHandlerAndTimesOut) {
+  UNET_REQUIRE_DEVICE();
+  Pair p(net_config(GetParam()), net_config(GetParam()));
+  int handled = 0;
+  ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message&) { ++handled; return Disposition::kDone; }),
+            Status::kOk);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(p.b.wait(50ms), Status::kTimeout);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 50ms);
+  ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk);
+  ASSERT_GE(p.a.poll(), 0);  // posts it
+  EXPECT_EQ(p.b.wait(5s), Status::kOk);
+  EXPECT_EQ(handled, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, UamTransport, ::testing::Values(core::Transport::kRc, core::Transport::kUd),
+                         [](const auto& param) { return param.param == core::Transport::kRc ? "Rc" : "Ud"; });
 
 }  // namespace
 }  // namespace unet::uam
