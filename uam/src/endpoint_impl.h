@@ -19,7 +19,8 @@ inline constexpr std::uint32_t kReplyBuffers = 4;
 // Tags of core operations: a get's slot, or a store's write (whose success needs no action).
 inline constexpr std::uint64_t kGetTag = 1ull << 62;
 inline constexpr std::uint64_t kStoreTag = 1ull << 61;
-// kept_ entries: a kept reply or get buffer holds no credit.
+// kept_ entries and done_with(): a buffer whose message holds no credit (a reply, or a short
+// request whose credit was returned at arrival).
 inline constexpr ChannelId kKeptNoCredit = core::kNoChannel - 1;
 // The store-done payload: where the data went (offset, length; little-endian u64 each).
 inline constexpr std::size_t kStorePayload = 16;

@@ -106,12 +106,19 @@ void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> 
     if (b != core::kNoBuffer) (void)net_->release(b);
     return;
   }
+  // A short request's buffer went back to the free queue when core copied it into the
+  // descriptor: its credit is owed now, so the reply the handler sends can carry it.
+  ChannelId credit_to = p.ch;
+  if (b == core::kNoBuffer) {
+    (void)p.credits.request_done();
+    credit_to = kKeptNoCredit;
+  }
   const Handler* fn = nullptr;
   const bool store = h.kind == Kind::kStoreDone;
   if (handlers_.lookup(h.handler, HandlerKind::kRequest, fn) != Status::kOk || (store && payload.size() != kStorePayload)) {
     ++stats_.unknown_handler;
     (void)send_error(p, h.token, Status::kNotFound);
-    done_with(b, p.ch, Disposition::kDone);
+    done_with(b, credit_to, Disposition::kDone);
     return;
   }
   Message m;
@@ -128,7 +135,7 @@ void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> 
   Token token(p.ch, h.token);
   ++stats_.requests_handled;
   ++work_;
-  done_with(b, p.ch, fn->request(token, m));
+  done_with(b, credit_to, fn->request(token, m));
 }
 
 void Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
