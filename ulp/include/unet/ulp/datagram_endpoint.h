@@ -1,0 +1,118 @@
+// DatagramEndpoint: UDP-like datagrams with ports over one U-Net UD endpoint.
+//
+// Ports are bound on the endpoint; send_to(src_port, peer, dst_port, bytes) sends a datagram of up
+// to kMaxDatagram (64 KiB) bytes to a port at a peer (a UD channel, set up like core's). A
+// datagram larger than one UD message is cut into fragments of the path MTU less the 20-byte
+// header (datagram_header.h) and reassembled at the receiver in bounded memory (reassembler.h).
+// Unreliable like UDP: a datagram arrives whole or not at all — never partial or corrupted (the
+// transport checks each packet's ICRC; reassembly takes each fragment once and only from the
+// datagram it names). What is lost, late or unwanted is dropped and counted in stats(): a
+// datagram for an unbound port, a full port queue, an incomplete datagram past the reassembly
+// timeout, a malformed header. send_to refuses an oversize datagram (kInvalidArgument) and one
+// the send path cannot take whole right now (kNoResource, nothing sent).
+//
+// Arrivals wait in the bound port's queue (up to port_queue datagrams) until recv_from copies
+// them out; a one-fragment datagram stays in its segment buffer until then, so a port that is not
+// read holds buffers — bounded by port_queue. Progress: poll(), or wait(port, timeout).
+// Threading as core::Endpoint: one thread. Set-up throws; the data path returns Status and does
+// not allocate.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "unet/core/cycle_clock.h"
+#include "unet/core/descriptor_ring.h"
+#include "unet/core/endpoint.h"
+#include "unet/ulp/datagram_header.h"
+#include "unet/ulp/reassembler.h"
+
+namespace unet::ulp {
+
+using core::ChannelId;
+
+struct DatagramConfig {
+  std::uint32_t port_queue = 64;  // datagrams waiting per bound port
+  std::uint32_t max_ports = 64;   // ports bound at once
+  ReassemblyConfig reassembly;
+};
+
+struct DatagramStats {
+  std::uint64_t sent = 0;               // datagrams sent
+  std::uint64_t fragments_sent = 0;
+  std::uint64_t delivered = 0;          // datagrams queued on a port
+  std::uint64_t received = 0;           // datagrams taken by recv_from
+  std::uint64_t fragments_received = 0;
+  std::uint64_t unbound_drops = 0;      // datagrams (or fragments) for a port nobody bound
+  std::uint64_t queue_full_drops = 0;   // datagrams dropped because their port's queue was full
+  std::uint64_t malformed = 0;          // messages the header codec refused
+};
+
+// Who sent a datagram that recv_from returned.
+struct DatagramInfo {
+  ChannelId peer = core::kNoChannel;
+  std::uint16_t src_port = 0;
+  std::uint32_t length = 0;
+};
+
+class DatagramEndpoint {
+ public:
+  // `net` must be a UD configuration (throws std::invalid_argument otherwise).
+  explicit DatagramEndpoint(const core::EndpointConfig& net, const DatagramConfig& config = {});
+  ~DatagramEndpoint();
+  DatagramEndpoint(const DatagramEndpoint&) = delete;
+  DatagramEndpoint& operator=(const DatagramEndpoint&) = delete;
+
+  core::Endpoint& net() noexcept { return *net_; }
+  const DatagramStats& stats() const noexcept { return stats_; }
+  const ReassemblyStats& reassembly_stats() const noexcept { return reassembly_.stats(); }
+
+  // Peers: UD channels, set up like core's (throw on failure).
+  core::ChannelOffer offer_peer() { return net_->offer_channel(); }
+  ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
+    return net_->accept_offer(offer, peer_half);
+  }
+
+  // Binds `port`: kInvalidState when bound already, kNoResource when max_ports are bound.
+  Status bind(std::uint16_t port) noexcept;
+  // Unbinds `port`, dropping what waits in its queue; kNotFound when not bound.
+  Status unbind(std::uint16_t port) noexcept;
+
+  // Payload bytes one fragment carries (the path MTU less the header).
+  std::uint32_t stride() const noexcept { return stride_; }
+  // Sends `data` (0..kMaxDatagram bytes) from bound port `src_port` to `dst_port` at `peer`.
+  Status send_to(std::uint16_t src_port, ChannelId peer, std::uint16_t dst_port, std::span<const std::byte> data) noexcept;
+  // Takes the oldest datagram waiting on `port` into `out`: kOk with `info`; kNoResource when
+  // none waits; kInvalidArgument (datagram kept, info.length tells the size) when `out` is too
+  // small; kNotFound for an unbound port.
+  Status recv_from(std::uint16_t port, std::span<std::byte> out, DatagramInfo& info) noexcept;
+
+  // Progress: sends, arrivals, reassembly timeouts. Returns the work done, or < 0 on a device error.
+  int poll() noexcept;
+  // Polls until a datagram waits on `port` or `timeout` passes (kTimeout).
+  Status wait(std::uint16_t port, std::chrono::milliseconds timeout) noexcept;
+
+ private:
+  struct Entry;
+  struct Port;
+  void arrival(const core::Descriptor& d) noexcept;
+  void deliver(Port& port, const Entry& e) noexcept;
+  void drop(const Entry& e) noexcept;
+  Port* find(std::uint16_t port) noexcept;
+  Time now() const noexcept;
+
+  DatagramConfig config_;
+  DatagramStats stats_;
+  std::unique_ptr<core::Endpoint> net_;
+  std::uint32_t stride_ = 0;
+  std::uint32_t next_id_ = 0;
+  Reassembler reassembly_;
+  core::CycleClock clock_;
+  std::vector<std::unique_ptr<Port>> ports_;  // bound ports (at most max_ports)
+};
+
+}  // namespace unet::ulp

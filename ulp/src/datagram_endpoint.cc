@@ -1,0 +1,215 @@
+// DatagramEndpoint: ports, fragmentation on send, demultiplexing and reassembly on arrival.
+#include "unet/ulp/datagram_endpoint.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace unet::ulp {
+
+// A datagram waiting in a port's queue: small ones copied here, one-fragment ones still in their
+// segment buffer (behind the header), reassembled ones in a reassembler slot.
+struct DatagramEndpoint::Entry {
+  enum class Where : std::uint8_t { kHere, kBuffer, kSlot };
+  static constexpr std::size_t kHereBytes = core::Descriptor::kInlineBytes - kDatagramHeaderBytes;
+  ChannelId peer = core::kNoChannel;
+  std::uint16_t src_port = 0;
+  Where where = Where::kHere;
+  std::uint32_t length = 0;
+  std::uint32_t ref = 0;  // buffer id or slot
+  std::array<std::byte, kHereBytes> here{};
+};
+
+struct DatagramEndpoint::Port {
+  Port(std::uint16_t p, std::uint32_t depth) : port(p), queue(depth) {}
+  std::uint16_t port;
+  core::DescriptorRing<Entry> queue;
+};
+
+DatagramEndpoint::DatagramEndpoint(const core::EndpointConfig& net, const DatagramConfig& config)
+    : config_(config), reassembly_(config.reassembly), clock_(core::CycleClock::process()) {
+  if (net.transport != core::Transport::kUd) throw std::invalid_argument("DatagramEndpoint: needs a UD endpoint");
+  if (config.port_queue == 0 || config.max_ports == 0)
+    throw std::invalid_argument("DatagramEndpoint: port_queue and max_ports must be positive");
+  net_ = std::make_unique<core::Endpoint>(net);
+  stride_ = net_->max_message() - static_cast<std::uint32_t>(kDatagramHeaderBytes);
+  if (stride_ < kMinStride || stride_ > UINT16_MAX) throw std::invalid_argument("DatagramEndpoint: unusable path MTU");
+  // The largest datagram must fit the send path whole, or send_to could never take it.
+  const std::uint32_t most = fragment_count(kMaxDatagram, stride_);
+  if (net.send_queue_depth < most || net.buffers - net.free_queue_depth < most)
+    throw std::invalid_argument("DatagramEndpoint: a 64 KiB datagram is " + std::to_string(most) +
+                                " fragments; send_queue_depth and the spare buffers (buffers - "
+                                "free_queue_depth) must both hold that many");
+  ports_.reserve(config.max_ports);
+  net_->set_upcall([this](const core::Descriptor& d) { arrival(d); });
+}
+
+DatagramEndpoint::~DatagramEndpoint() = default;
+
+DatagramEndpoint::Port* DatagramEndpoint::find(std::uint16_t port) noexcept {
+  for (auto& p : ports_)
+    if (p->port == port) return p.get();
+  return nullptr;
+}
+
+Time DatagramEndpoint::now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
+
+Status DatagramEndpoint::bind(std::uint16_t port) noexcept {
+  if (find(port)) return Status::kInvalidState;
+  if (ports_.size() >= config_.max_ports) return Status::kNoResource;
+  try {
+    ports_.push_back(std::make_unique<Port>(port, config_.port_queue));  // set-up: may allocate
+  } catch (const std::bad_alloc&) {
+    return Status::kNoResource;
+  }
+  return Status::kOk;
+}
+
+Status DatagramEndpoint::unbind(std::uint16_t port) noexcept {
+  auto it = std::find_if(ports_.begin(), ports_.end(), [&](const auto& p) { return p->port == port; });
+  if (it == ports_.end()) return Status::kNotFound;
+  Entry e;
+  while ((*it)->queue.pop_into(e)) drop(e);
+  ports_.erase(it);
+  return Status::kOk;
+}
+
+Status DatagramEndpoint::send_to(std::uint16_t src_port, ChannelId peer, std::uint16_t dst_port,
+                                 std::span<const std::byte> data) noexcept {
+  if (!find(src_port)) return Status::kNotFound;
+  if (data.size() > kMaxDatagram) return Status::kInvalidArgument;
+  if (Status s = net_->channel_status(peer); s != Status::kOk) return s;
+  DatagramHeader h;
+  h.src_port = src_port;
+  h.dst_port = dst_port;
+  h.stride = static_cast<std::uint16_t>(stride_);
+  h.length = static_cast<std::uint32_t>(data.size());
+  h.count = static_cast<std::uint16_t>(fragment_count(h.length, stride_));
+  // Whole or not at all: room for every fragment first.
+  const std::size_t last = kDatagramHeaderBytes + (h.length - (h.count - 1u) * stride_);
+  const std::uint32_t buffers = (h.count - 1u) + (last > net_->inline_threshold() ? 1u : 0u);
+  if (net_->send_queue_space() < h.count || net_->spare_buffers() < buffers) return Status::kNoResource;
+  h.id = next_id_++;
+  for (std::uint16_t i = 0; i < h.count; ++i) {
+    h.index = i;
+    const std::span<const std::byte> frag = data.subspan(h.offset(), h.fragment_bytes());
+    const std::size_t size = kDatagramHeaderBytes + frag.size();
+    Status s;
+    if (size <= net_->inline_threshold()) {
+      std::array<std::byte, core::Descriptor::kInlineBytes> msg;
+      (void)encode(h, frag.size(), msg);
+      if (!frag.empty()) std::memcpy(msg.data() + kDatagramHeaderBytes, frag.data(), frag.size());
+      s = net_->send_inline(peer, std::span<const std::byte>(msg.data(), size));
+    } else {
+      core::BufferId b;
+      if ((s = net_->acquire_buffer(b)) != Status::kOk) return s;  // room was checked: cannot happen
+      std::byte* p = net_->buffer(b).data();
+      (void)encode(h, frag.size(), std::span<std::byte>(p, kDatagramHeaderBytes));
+      std::memcpy(p + kDatagramHeaderBytes, frag.data(), frag.size());
+      s = net_->send(peer, b, static_cast<std::uint32_t>(size));
+    }
+    if (s != Status::kOk) return s;  // the channel closed under us; the receiver expires the rest
+    ++stats_.fragments_sent;
+  }
+  ++stats_.sent;
+  // A socket's send goes out now, not at the next poll(): one doorbell for all the fragments.
+  return net_->flush() < 0 ? Status::kDeviceError : Status::kOk;
+}
+
+void DatagramEndpoint::arrival(const core::Descriptor& d) noexcept {
+  const bool small = d.is_inline();
+  const std::span<const std::byte> bytes =
+      small ? d.inline_payload() : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
+  ++stats_.fragments_received;
+  DatagramHeader h;
+  Port* port = nullptr;
+  if (decode(bytes, h) != Status::kOk) {
+    ++stats_.malformed;
+  } else if (!(port = find(h.dst_port))) {
+    stats_.unbound_drops += h.index == 0;  // one count per datagram
+  }
+  const std::span<const std::byte> frag = port ? bytes.subspan(kDatagramHeaderBytes) : std::span<const std::byte>{};
+  Entry e;
+  e.peer = d.channel;
+  e.src_port = h.src_port;
+  e.length = h.length;
+  bool keep_buffer = false;
+  if (port && h.count == 1) {
+    if (small) {
+      std::memcpy(e.here.data(), frag.data(), frag.size());
+    } else {
+      e.where = Entry::Where::kBuffer;
+      e.ref = d.buffer;
+      keep_buffer = true;
+    }
+    deliver(*port, e);
+  } else if (port) {
+    std::uint32_t slot;
+    if (reassembly_.add(d.channel, h, frag, now(), slot) == Reassembler::Outcome::kComplete) {
+      e.where = Entry::Where::kSlot;
+      e.ref = slot;
+      deliver(*port, e);
+    }
+  }
+  if (!small && !keep_buffer) (void)net_->release(d.buffer);
+}
+
+// Queues a whole datagram on its port, or drops it (counted) when the queue is full.
+void DatagramEndpoint::deliver(Port& port, const Entry& e) noexcept {
+  Entry* slot = port.queue.reserve();
+  if (!slot) {
+    ++stats_.queue_full_drops;
+    return drop(e);
+  }
+  *slot = e;
+  port.queue.commit();
+  ++stats_.delivered;
+}
+
+// Gives back what a datagram holds.
+void DatagramEndpoint::drop(const Entry& e) noexcept {
+  if (e.where == Entry::Where::kBuffer) (void)net_->release(e.ref);
+  if (e.where == Entry::Where::kSlot) reassembly_.release(e.ref);
+}
+
+Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out, DatagramInfo& info) noexcept {
+  Port* p = find(port);
+  if (!p) return Status::kNotFound;
+  if (p->queue.empty()) return Status::kNoResource;
+  const Entry& e = p->queue.at(0);
+  info = DatagramInfo{e.peer, e.src_port, e.length};
+  if (out.size() < e.length) return Status::kInvalidArgument;
+  const std::byte* src = e.where == Entry::Where::kHere     ? e.here.data()
+                         : e.where == Entry::Where::kBuffer ? net_->buffer(e.ref).data() + kDatagramHeaderBytes
+                                                            : reassembly_.data(e.ref).data();
+  if (e.length) std::memcpy(out.data(), src, e.length);
+  drop(e);
+  p->queue.pop();
+  ++stats_.received;
+  return Status::kOk;
+}
+
+int DatagramEndpoint::poll() noexcept {
+  const int n = net_->poll();
+  if (n < 0) return n;
+  return n + static_cast<int>(reassembly_.expire(now()));
+}
+
+Status DatagramEndpoint::wait(std::uint16_t port, std::chrono::milliseconds timeout) noexcept {
+  Port* p = find(port);
+  if (!p) return Status::kNotFound;
+  const Time deadline = now() + timeout;
+  for (;;) {
+    if (poll() < 0) return Status::kDeviceError;
+    if (!p->queue.empty()) return Status::kOk;
+    const Time t = now();
+    if (t >= deadline) return Status::kTimeout;
+    const auto slice = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
+    if (Status s = net_->wait(slice); s != Status::kOk && s != Status::kTimeout) return s;
+  }
+}
+
+}  // namespace unet::ulp
