@@ -1,0 +1,81 @@
+// SegmentHeader: the bytes in front of every segment of a ulp stream — a fixed, versioned layout.
+//
+// One segment per UD message; the payload follows the header and its length is the message's
+// length less the header. Little-endian, 20 bytes. Version 1:
+//
+//   offset size field
+//   0      1    magic 0x5E
+//   1      1    bits 7..4 version (1); bits 3..0 reserved, zero
+//   2      1    flags: bit 0 SYN, bit 1 ACK, bit 2 FIN, bit 3 RST; bits 7..4 reserved, zero
+//   3      1    reserved, zero
+//   4      2    source port
+//   6      2    destination port
+//   8      4    sequence number of the first payload byte (SYN and FIN each take one number)
+//   12     4    acknowledgement: the next byte expected from the peer (valid with ACK)
+//   16     4    window: bytes the sender can still take beyond `ack`
+//   20     n    payload
+//
+// Rules decode() enforces, each with its own SegmentFault, leaving its output untouched on
+// refusal: at least 20 bytes; magic and version; reserved bits zero; SYN and FIN not together;
+// SYN, RST carry no payload; every segment but a first SYN (SYN without ACK) and an RST carries ACK.
+// encode() refuses what decode() would refuse. Neither allocates nor throws.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "unet/verbs/status.h"
+
+namespace unet::ulp {
+
+inline constexpr std::uint8_t kSegmentMagic = 0x5E;
+inline constexpr std::uint8_t kSegmentVersion = 1;
+inline constexpr std::size_t kSegmentHeaderBytes = 20;
+
+enum SegmentFlags : std::uint8_t {
+  kSyn = 1 << 0,
+  kAck = 1 << 1,
+  kFin = 1 << 2,
+  kRst = 1 << 3,
+};
+
+struct SegmentHeader {
+  std::uint8_t flags = 0;
+  std::uint16_t src_port = 0;
+  std::uint16_t dst_port = 0;
+  std::uint32_t seq = 0;
+  std::uint32_t ack = 0;
+  std::uint32_t window = 0;
+
+  bool has(SegmentFlags f) const noexcept { return flags & f; }
+  friend bool operator==(const SegmentHeader&, const SegmentHeader&) = default;
+};
+
+enum class SegmentFault : std::uint8_t {
+  kNone,
+  kTooShort,
+  kBadMagic,
+  kBadVersion,
+  kReservedBits,    // reserved bits of bytes 1..3 set
+  kSynAndFin,
+  kPayloadNotAllowed,  // payload on a SYN or an RST
+  kMissingAck,      // no ACK on a segment other than a first SYN or an RST
+};
+std::string_view to_string(SegmentFault f) noexcept;
+
+// The rules above for a header sent with `payload` bytes; kNone when it may go.
+SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept;
+
+// Writes the 20 header bytes to the front of `out`; kInvalidArgument (nothing written) when the
+// header with `payload` bytes breaks a rule or `out` is shorter than 20 bytes.
+[[nodiscard]] Status encode(const SegmentHeader& h, std::size_t payload, std::span<std::byte> out) noexcept;
+
+// Reads one whole segment; on kOk `out` holds its header and the payload is
+// in.subspan(kSegmentHeaderBytes). On failure kInvalidArgument, `fault` names the rule, `out`
+// untouched.
+[[nodiscard]] Status decode(std::span<const std::byte> in, SegmentHeader& out) noexcept;
+[[nodiscard]] Status decode(std::span<const std::byte> in, SegmentHeader& out, SegmentFault& fault) noexcept;
+
+}  // namespace unet::ulp
