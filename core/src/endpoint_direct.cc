@@ -96,4 +96,8 @@ RegistrationCacheStats Endpoint::registration_stats() const noexcept {
   return v_->cache ? v_->cache->stats() : RegistrationCacheStats{};
 }
 
+void Endpoint::forget(const void* addr, std::size_t len) noexcept {
+  if (v_->cache) v_->cache->invalidate(addr, len);
+}
+
 }  // namespace unet::core

@@ -27,8 +27,11 @@ Status Endpoint::arm() noexcept {
 
 Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const std::uint64_t upcalls = stats_.upcalls;
-  auto arrived = [&] { return !recv_queue_.empty() || stats_.upcalls != upcalls; };
+  const std::uint64_t upcalls = stats_.upcalls, ops = stats_.ops_completed, errors = stats_.send_errors;
+  auto arrived = [&] {
+    return !recv_queue_.empty() || stats_.upcalls != upcalls || stats_.ops_completed != ops ||
+           stats_.send_errors != errors;
+  };
   for (;;) {
     if (poll() < 0) return Status::kDeviceError;
     if (arrived()) return Status::kOk;

@@ -78,6 +78,34 @@ TEST_F(Direct, WriteAndReadUnregisteredMemoryUpTo16MiB) {
   EXPECT_EQ(a_->stats().send_errors, 0u);
 }
 
+// Memory freed and mapped again at the same address: after forget(), the next write registers
+// the new pages, so the peer receives the new bytes, not the old pages' (a stale registration).
+TEST_F(Direct, ForgottenMemoryIsRegisteredAfreshWhenReused) {
+  constexpr std::size_t kLen = 1u << 20;
+  std::vector<std::uint8_t> window(kLen, 0);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), kLen, kRemoteWrite, token), Status::kOk);
+  void* p = ::mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  std::memset(p, 0xAA, kLen);
+  ASSERT_EQ(a_->write(ab_, p, kLen, token, 0, 1), Status::kOk);
+  ASSERT_EQ(wait_completion().status, Status::kOk);
+  ASSERT_EQ(window[kLen - 1], 0xAA);
+  a_->forget(p, kLen);
+  ASSERT_EQ(::munmap(p, kLen), 0);
+  void* q = ::mmap(p, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  ASSERT_EQ(q, p);
+  std::memset(q, 0x55, kLen);
+  const auto misses = a_->registration_stats().misses;
+  ASSERT_EQ(a_->write(ab_, q, kLen, token, 0, 2), Status::kOk);
+  ASSERT_EQ(wait_completion().status, Status::kOk);
+  EXPECT_EQ(a_->registration_stats().misses, misses + 1);
+  EXPECT_EQ(window[0], 0x55);
+  EXPECT_EQ(window[kLen - 1], 0x55);
+  a_->forget(q, kLen);
+  ASSERT_EQ(::munmap(q, kLen), 0);
+}
+
 class DirectSmallCache : public Direct {
  protected:
   void SetUp() override {

@@ -207,6 +207,12 @@ class Endpoint {
   Status completion(OpCompletion& out) noexcept;
   // The registration cache's counters (pinned bytes, hits, evictions...).
   RegistrationCacheStats registration_stats() const noexcept;
+  // Call before freeing or unmapping memory that write/read/send_from used: the cache forgets
+  // its registrations of [addr, addr+len), so new memory at the same address is registered
+  // afresh instead of reusing the old pages' keys. Ranges still in use by an operation are
+  // dropped when it completes. (Like every registration cache without allocator hooks, it cannot
+  // see a free() it is not told about.)
+  void forget(const void* addr, std::size_t len) noexcept;
 
   // --- resources: for layers above that reserve room, and for reports ---
   std::uint32_t send_queue_space() const noexcept { return send_queue_.capacity() - send_queue_.size(); }
@@ -224,8 +230,8 @@ class Endpoint {
   // Consumes the fd's pending events and arms the CQ so the next completion makes it readable.
   // Call poll() once after arming: a completion may have come in between.
   Status arm() noexcept;
-  // Blocks until an arrival is on the receive queue or was handed to the upcall, or `timeout`
-  // passes (kTimeout). Does the progress work itself.
+  // Blocks until an arrival is on the receive queue or was handed to the upcall, or an operation
+  // completion is queued, or `timeout` passes (kTimeout). Does the progress work itself.
   Status wait(std::chrono::milliseconds timeout) noexcept;
   // The handler poll() runs for each arrival instead of queueing it (nullptr: queue again). A
   // non-inline arrival's buffer is the application's, to release() — from the handler or later.
