@@ -274,6 +274,27 @@ TEST(UamRc, FloodNeverOverrunsWithRnrRetryZero) {
   }
 }
 
+// A live peer that does not poll for a while gets one keepalive, not one per interval: with
+// rnr_retry 0, keepalives beyond the receive-buffer budget would fail the channel.
+TEST(UamRc, ASlowPeerGetsOneKeepaliveNotAFlood) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig c = net_config(core::Transport::kRc, 32);
+  c.rnr_retry = 0;
+  Config cfg;
+  cfg.keepalive = 5ms;
+  Pair p(c, c, cfg);
+  int ok = 0;
+  ASSERT_EQ(p.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
+  p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
+  ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk);
+  const auto end = std::chrono::steady_clock::now() + 500ms;  // b is silent: 100 keepalive periods
+  while (std::chrono::steady_clock::now() < end) ASSERT_GE(p.a.poll(), 0);
+  EXPECT_EQ(p.a.stats().probes, 1u);
+  ASSERT_TRUE(p.pump([&] { return ok == 1; }));
+  EXPECT_EQ(p.a.channel_status(p.ab), Status::kOk);
+  EXPECT_EQ(p.a.net().stats().send_errors, 0u);
+}
+
 // The receive-buffer budget is enforced at channel set-up: no configuration can overrun.
 TEST(UamRc, ChannelsBeyondTheBufferBudgetAreRefused) {
   UNET_REQUIRE_DEVICE();

@@ -25,7 +25,8 @@
 // Progress: poll(), or wait(timeout). Peer failure (a failed RC QP, an rdma_cm disconnect, UD
 // retries exhausted) completes every outstanding request, store and get of that channel with an
 // error, and later calls on it return kClosed; other channels keep working. A silent RC peer with
-// requests outstanding is probed every `keepalive`, so its death is noticed even when we are idle.
+// requests outstanding is probed once after `keepalive` of silence, so its death is noticed even
+// when we are idle.
 // Over UD a probe (backing off from rto_initial) also asks a peer for credits or acks we lost.
 //
 // Threading: one thread, like core::Endpoint. Handlers run inside poll()/wait() and may call
@@ -124,12 +125,16 @@ class Endpoint {
   // --- handlers (ids 0..255, one id space; HandlerTable's rules) ---
   [[nodiscard]] Status on_request(HandlerId id, RequestHandler fn);
   [[nodiscard]] Status on_reply(HandlerId id, ReplyHandler fn);
+  // Unregisters `id` (kNotFound when free). Not from a handler. Requests for it are then answered
+  // with an unknown-handler error.
+  [[nodiscard]] Status remove_handler(HandlerId id) { return handlers_.remove(id); }
   void on_completion(CompletionHandler fn);
 
   // --- data path ---
   // Largest payload a request or reply with `arg_count` words may carry (medium limit).
   std::uint32_t max_payload(std::size_t arg_count) const noexcept;
-  // Sends a request to run `handler` at the peer. kNoResource (nothing sent, retry after poll())
+  // Queues a request to run `handler` at the peer; it goes out at the next poll() (or flush()), so
+  // a burst of requests leaves with one doorbell. kNoResource (nothing queued, retry after poll())
   // when the channel has no credit or the send path no room; kInvalidArgument for more than 4
   // words or a payload over max_payload(); kClosed on a closed or failed channel.
   Status request(ChannelId ch, HandlerId handler, std::span<const std::uint64_t> args,
@@ -154,6 +159,9 @@ class Endpoint {
   // Progress: sends, arrivals (handlers run here), acks, credits, timers. Returns the work done
   // (0 = idle) or a negative value on a device error.
   int poll() noexcept;
+  // Posts what request(), store(), get() and reply() queued, now (poll() does it too). Not from a
+  // handler. Returns how many went out, or a negative value on a device error.
+  int flush() noexcept { return net_->flush(); }
   // Polls until some handler or completion ran, or `timeout` passed (kTimeout). Sleeps on the
   // completion channel when idle, waking for the next timer (millisecond granularity).
   Status wait(std::chrono::milliseconds timeout) noexcept;
