@@ -6,6 +6,7 @@
 //   on_ack(acked)                 new data acknowledged (acked > 0 bytes) outside recovery: slow
 //                                 start (cwnd < ssthresh) adds min(acked, mss); congestion
 //                                 avoidance adds max(1, mss*mss/cwnd). Resets the duplicate count.
+//                                 Ignored in recovery (cwnd is on_recovery_ack's there).
 //   on_dup_ack(flight, highest_sent)  a duplicate ack; the third in a row (outside recovery)
 //                                 enters fast recovery: ssthresh = max(flight/2, 2 mss), cwnd =
 //                                 ssthresh + 3 mss, recover = highest_sent, and returns true:
@@ -13,8 +14,9 @@
 //                                 further duplicate inflates cwnd by mss (returns false).
 //   on_recovery_ack(acked, ack, flight)  an ack of new data while in recovery: one at or past
 //                                 `recover` ends recovery with cwnd = min(ssthresh, flight + mss)
-//                                 (false); a partial ack deflates cwnd by `acked` less one mss
-//                                 (not below mss) and returns true: retransmit the next hole.
+//                                 (false); a partial ack deflates cwnd by `acked`, adds one mss
+//                                 back if `acked` >= mss (never below mss), and returns true:
+//                                 retransmit the next hole. Outside recovery it is on_ack (false).
 //   on_timeout(flight)            ssthresh = max(flight/2, 2 mss), cwnd = 1 mss, recovery ends.
 // The caller sends while flight < cwnd (and the receiver's window allows). Counters say how often
 // each happened. Nothing allocates, reads a clock or throws after construction.

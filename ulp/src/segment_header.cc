@@ -1,0 +1,92 @@
+// The ulp stream segment header codec: explicit little-endian byte stores, independent of the
+// host's byte order and of struct padding.
+#include "unet/ulp/segment_header.h"
+
+namespace unet::ulp {
+namespace {
+
+constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst;
+
+template <class T>
+void store_le(std::byte* p, T v) noexcept {
+  for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
+}
+
+template <class T>
+T load_le(const std::byte* p) noexcept {
+  T v = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
+  return v;
+}
+
+}  // namespace
+
+std::string_view to_string(SegmentFault f) noexcept {
+  switch (f) {
+    case SegmentFault::kNone: return "none";
+    case SegmentFault::kTooShort: return "too short";
+    case SegmentFault::kBadMagic: return "bad magic";
+    case SegmentFault::kBadVersion: return "bad version";
+    case SegmentFault::kReservedBits: return "reserved bits set";
+    case SegmentFault::kSynAndFin: return "SYN and FIN together";
+    case SegmentFault::kPayloadNotAllowed: return "payload on a SYN or an RST";
+    case SegmentFault::kMissingAck: return "ACK missing";
+  }
+  return "unknown segment fault";
+}
+
+SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept {
+  if (h.flags & ~kKnownFlags) return SegmentFault::kReservedBits;
+  if (h.has(kSyn) && h.has(kFin)) return SegmentFault::kSynAndFin;
+  if (payload != 0 && (h.has(kSyn) || h.has(kRst))) return SegmentFault::kPayloadNotAllowed;
+  // Only a first SYN (no ACK: nothing to acknowledge yet) and an RST may go without ACK.
+  if (!h.has(kAck) && !h.has(kSyn) && !h.has(kRst)) return SegmentFault::kMissingAck;
+  return SegmentFault::kNone;
+}
+
+Status encode(const SegmentHeader& h, std::size_t payload, std::span<std::byte> out) noexcept {
+  if (out.size() < kSegmentHeaderBytes || check(h, payload) != SegmentFault::kNone)
+    return Status::kInvalidArgument;
+  std::byte* p = out.data();
+  p[0] = static_cast<std::byte>(kSegmentMagic);
+  p[1] = static_cast<std::byte>(kSegmentVersion << 4);
+  p[2] = static_cast<std::byte>(h.flags);
+  p[3] = std::byte{0};
+  store_le(p + 4, h.src_port);
+  store_le(p + 6, h.dst_port);
+  store_le(p + 8, h.seq);
+  store_le(p + 12, h.ack);
+  store_le(p + 16, h.window);
+  return Status::kOk;
+}
+
+Status decode(std::span<const std::byte> in, SegmentHeader& out) noexcept {
+  SegmentFault ignored;
+  return decode(in, out, ignored);
+}
+
+Status decode(std::span<const std::byte> in, SegmentHeader& out, SegmentFault& fault) noexcept {
+  auto refuse = [&](SegmentFault f) {
+    fault = f;
+    return Status::kInvalidArgument;
+  };
+  if (in.size() < kSegmentHeaderBytes) return refuse(SegmentFault::kTooShort);
+  const std::byte* p = in.data();
+  if (static_cast<std::uint8_t>(p[0]) != kSegmentMagic) return refuse(SegmentFault::kBadMagic);
+  const auto version = static_cast<std::uint8_t>(p[1]);
+  if (version >> 4 != kSegmentVersion) return refuse(SegmentFault::kBadVersion);
+  if ((version & 0x0F) != 0 || p[3] != std::byte{0}) return refuse(SegmentFault::kReservedBits);
+  SegmentHeader h;
+  h.flags = static_cast<std::uint8_t>(p[2]);  // its reserved bits are check()'s
+  h.src_port = load_le<std::uint16_t>(p + 4);
+  h.dst_port = load_le<std::uint16_t>(p + 6);
+  h.seq = load_le<std::uint32_t>(p + 8);
+  h.ack = load_le<std::uint32_t>(p + 12);
+  h.window = load_le<std::uint32_t>(p + 16);
+  if (SegmentFault f = check(h, in.size() - kSegmentHeaderBytes); f != SegmentFault::kNone) return refuse(f);
+  out = h;
+  fault = SegmentFault::kNone;
+  return Status::kOk;
+}
+
+}  // namespace unet::ulp
