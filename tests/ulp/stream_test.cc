@@ -1,0 +1,256 @@
+// StreamEndpoint on a real device (label device): handshake, bytes both ways checked, orderly and
+// simultaneous close, flow control by the receiver's window, connect to nothing, abort, a dead
+// peer detected in time with another connection unaffected, bad input.
+#include "unet/ulp/stream_endpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "device_env.h"
+#include "endpoint_support.h"
+
+namespace unet::ulp {
+namespace {
+
+using namespace std::chrono_literals;
+
+core::EndpointConfig ud_config() {
+  core::EndpointConfig c = test::endpoint_config(core::Transport::kUd, 512);
+  c.free_queue_depth = 256;
+  c.send_queue_depth = 128;
+  return c;
+}
+
+StreamConfig stream_config() {
+  StreamConfig s;
+  s.send_buffer = 64 * 1024;
+  s.recv_buffer = 64 * 1024;
+  s.dead_peer_timeout = 1000ms;
+  s.connect_timeout = 1000ms;
+  return s;
+}
+
+std::byte byte_at(std::uint64_t i, std::uint32_t seed) { return static_cast<std::byte>((i * 7 + (i >> 9) + seed) & 0xFF); }
+
+struct Pair {
+  std::unique_ptr<StreamEndpoint> a, b;
+  ChannelId ab = 0, ba = 0;
+  explicit Pair(const StreamConfig& cfg = stream_config())
+      : a(std::make_unique<StreamEndpoint>(ud_config(), cfg)), b(std::make_unique<StreamEndpoint>(ud_config(), cfg)) {
+    core::ChannelOffer oa = a->offer_peer(), ob = b->offer_peer();
+    ab = a->accept_peer(oa, ob.local);
+    ba = b->accept_peer(ob, oa.local);
+  }
+  bool pump(const std::function<bool()>& done, std::chrono::milliseconds timeout = 20s) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    do {
+      if ((a && a->poll() < 0) || (b && b->poll() < 0)) return false;
+      if (std::chrono::steady_clock::now() > end) return false;
+    } while (!done());
+    return true;
+  }
+  // a connects to b's `port`; returns (a's, b's) connection.
+  std::pair<ConnId, ConnId> connect(std::uint16_t port = 80) {
+    ConnId ca = kNoConn, cb = kNoConn;
+    EXPECT_EQ(b->listen(port), Status::kOk);
+    EXPECT_EQ(a->connect(ab, port, ca), Status::kOk);
+    EXPECT_TRUE(pump([&] { return b->accept(port, cb) == Status::kOk; }));
+    StreamState s;
+    EXPECT_TRUE(pump([&] { return a->state(ca, s) == Status::kOk && s == StreamState::kEstablished; }));
+    return {ca, cb};
+  }
+};
+
+// Moves `total` bytes from `from` (conn cf) to `to` (conn ct), checking every byte.
+void transfer(Pair& p, StreamEndpoint& from, ConnId cf, StreamEndpoint& to, ConnId ct, std::uint64_t total,
+              std::uint32_t seed) {
+  std::vector<std::byte> chunk(40000), in(50000);
+  std::uint64_t sent = 0, got = 0, bad = 0;
+  ASSERT_TRUE(p.pump([&] {
+    while (sent < total) {
+      const std::size_t n = std::min<std::uint64_t>(chunk.size(), total - sent);
+      for (std::size_t i = 0; i < n; ++i) chunk[i] = byte_at(sent + i, seed);
+      std::size_t took = 0;
+      const Status s = from.send(cf, std::span(chunk).first(n), took);
+      if (s != Status::kOk && s != Status::kNoResource) {
+        ADD_FAILURE() << "send: " << s;
+        return true;
+      }
+      sent += took;
+      if (took < n) break;
+    }
+    std::size_t n = 0;
+    while (to.recv(ct, in, n) == Status::kOk) {
+      for (std::size_t i = 0; i < n; ++i) bad += in[i] != byte_at(got + i, seed);
+      got += n;
+    }
+    return got >= total;
+  }, 60s)) << "moved " << got << " of " << total;
+  EXPECT_EQ(got, total);
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Stream, HandshakeBytesBothWaysAndOrderlyClose) {
+  UNET_REQUIRE_DEVICE();
+  Pair p;
+  auto [ca, cb] = p.connect();
+  transfer(p, *p.a, ca, *p.b, cb, 2u << 20, 1);
+  transfer(p, *p.b, cb, *p.a, ca, 1u << 20, 2);
+  const StreamStats* st = p.a->stats(ca);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->bytes_sent, 2u << 20);
+  EXPECT_EQ(st->bytes_received, 1u << 20);
+  EXPECT_GT(st->srtt.count(), 0);
+  EXPECT_GT(st->cwnd, 0u);
+  // a shuts down: b reads the end of the stream, may still send, then closes too.
+  ASSERT_EQ(p.a->shutdown(ca), Status::kOk);
+  std::vector<std::byte> buf(100);
+  std::size_t n = 0;
+  ASSERT_TRUE(p.pump([&] { return p.b->recv(cb, buf, n) == Status::kClosed; }));
+  EXPECT_EQ(n, 0u);
+  std::size_t took = 0;
+  ASSERT_EQ(p.b->send(cb, std::span(buf).first(10), took), Status::kOk);  // half-close: b still sends
+  EXPECT_EQ(took, 10u);
+  ASSERT_TRUE(p.pump([&] { return p.a->recv(ca, buf, n) == Status::kOk && n == 10; }));
+  ASSERT_EQ(p.b->close(cb), Status::kOk);
+  ASSERT_TRUE(p.pump([&] { return p.a->recv(ca, buf, n) == Status::kClosed; }));
+  StreamState s;
+  ASSERT_TRUE(p.pump([&] { return p.a->state(ca, s) == Status::kOk && s == StreamState::kClosed; }));
+  EXPECT_EQ(p.a->close(ca), Status::kOk);
+  EXPECT_EQ(p.a->stats(ca), nullptr);  // given back
+}
+
+TEST(Stream, SimultaneousCloseReachesClosedOnBothSides) {
+  UNET_REQUIRE_DEVICE();
+  Pair p;
+  auto [ca, cb] = p.connect();
+  ASSERT_EQ(p.a->shutdown(ca), Status::kOk);
+  ASSERT_EQ(p.b->shutdown(cb), Status::kOk);
+  StreamState sa, sb;
+  ASSERT_TRUE(p.pump([&] {
+    return p.a->state(ca, sa) == Status::kOk && p.b->state(cb, sb) == Status::kOk && sa == StreamState::kClosed &&
+           sb == StreamState::kClosed;
+  }));
+  std::vector<std::byte> buf(10);
+  std::size_t n;
+  EXPECT_EQ(p.a->recv(ca, buf, n), Status::kClosed);
+  EXPECT_EQ(p.b->recv(cb, buf, n), Status::kClosed);
+}
+
+// The receiver does not read: the sender stops at its buffer plus the peer's window, and resumes
+// when the receiver reads.
+TEST(Stream, ReceiverWindowStopsAndResumesTheSender) {
+  UNET_REQUIRE_DEVICE();
+  Pair p;
+  auto [ca, cb] = p.connect();
+  std::vector<std::byte> chunk(8192, std::byte{0x5A});
+  std::uint64_t sent = 0;
+  for (int round = 0; round < 2000; ++round) {
+    std::size_t took = 0;
+    const Status s = p.a->send(ca, chunk, took);
+    ASSERT_TRUE(s == Status::kOk || s == Status::kNoResource);
+    sent += took;
+    ASSERT_GE(p.a->poll(), 0);
+    ASSERT_GE(p.b->poll(), 0);
+  }
+  // 64 KiB in b's receive buffer and 64 KiB in a's send buffer, no more.
+  EXPECT_EQ(sent, 128u * 1024);
+  EXPECT_EQ(p.a->stats(ca)->peer_window, 0u);
+  std::vector<std::byte> in(1 << 20);
+  std::uint64_t got = 0;
+  std::size_t n = 0;
+  ASSERT_TRUE(p.pump([&] {
+    while (p.b->recv(cb, in, n) == Status::kOk) got += n;
+    return got == sent;
+  }));
+  std::size_t took = 0;
+  EXPECT_EQ(p.a->send(ca, chunk, took), Status::kOk);
+  EXPECT_EQ(took, chunk.size());
+}
+
+TEST(Stream, ConnectToNothingFailsClearly) {
+  UNET_REQUIRE_DEVICE();
+  Pair p;
+  // No listener on the port: refused by an RST, at once.
+  ConnId c;
+  ASSERT_EQ(p.a->connect(p.ab, 81, c), Status::kOk);
+  std::vector<std::byte> buf(10);
+  std::size_t n;
+  ASSERT_TRUE(p.pump([&] { return p.a->recv(c, buf, n) == Status::kClosed; }, 2s));
+  // No peer at all: the connect times out (connect_timeout 1 s).
+  p.b.reset();
+  ASSERT_EQ(p.a->connect(p.ab, 80, c), Status::kOk);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(p.pump([&] { return p.a->recv(c, buf, n) == Status::kTimeout; }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+TEST(Stream, AbortResetsThePeer) {
+  UNET_REQUIRE_DEVICE();
+  Pair p;
+  auto [ca, cb] = p.connect();
+  ASSERT_EQ(p.a->abort(ca), Status::kOk);
+  std::vector<std::byte> buf(10);
+  std::size_t n;
+  ASSERT_TRUE(p.pump([&] { return p.b->recv(cb, buf, n) == Status::kClosed; }, 2s));
+  std::size_t took;
+  EXPECT_EQ(p.b->send(cb, buf, took), Status::kClosed);
+  EXPECT_EQ(p.a->send(ca, buf, took), Status::kNotFound);
+}
+
+// The peer disappears mid-stream: the survivor's connection fails with kTimeout within the
+// dead-peer time (1 s), while a second connection to a live peer keeps moving bytes.
+TEST(Stream, DeadPeerIsDetectedInTimeOthersUnaffected) {
+  UNET_REQUIRE_DEVICE();
+  Pair p, q;
+  auto [ca, cb] = p.connect();
+  auto [qa, qb] = q.connect();
+  std::vector<std::byte> chunk(4096, std::byte{1}), in(65536);
+  std::size_t took, n;
+  ASSERT_EQ(p.a->send(ca, chunk, took), Status::kOk);
+  p.b.reset();  // the peer is gone mid-stream
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = Status::kOk;
+  std::uint64_t q_moved = 0;
+  while (std::chrono::steady_clock::now() - t0 < 5s) {
+    ASSERT_GE(p.a->poll(), 0);
+    ASSERT_GE(q.a->poll(), 0);
+    ASSERT_GE(q.b->poll(), 0);
+    (void)q.a->send(qa, chunk, took);
+    while (q.b->recv(qb, in, n) == Status::kOk) q_moved += n;
+    if ((s = p.a->send(ca, chunk, took)) == Status::kTimeout) break;
+  }
+  const auto took_time = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(s, Status::kTimeout);
+  EXPECT_LT(took_time, 2s);
+  EXPECT_GT(q_moved, 0u);
+  StreamState st;
+  ASSERT_EQ(q.a->state(qa, st), Status::kOk);
+  EXPECT_EQ(st, StreamState::kEstablished);
+}
+
+TEST(Stream, BadInputIsRefused) {
+  UNET_REQUIRE_DEVICE();
+  Pair p;
+  std::vector<std::byte> buf(10);
+  std::size_t n;
+  ConnId c;
+  EXPECT_EQ(p.a->send(7, buf, n), Status::kNotFound);
+  EXPECT_EQ(p.a->recv(7, buf, n), Status::kNotFound);
+  EXPECT_EQ(p.a->listen(0), Status::kInvalidArgument);
+  ASSERT_EQ(p.a->listen(5), Status::kOk);
+  EXPECT_EQ(p.a->listen(5), Status::kInvalidState);
+  EXPECT_EQ(p.a->accept(6, c), Status::kNotFound);
+  EXPECT_EQ(p.a->accept(5, c), Status::kNoResource);
+  EXPECT_EQ(p.a->connect(p.ab + 9, 5, c), Status::kNotFound);
+  EXPECT_EQ(p.a->connect(p.ab, 0, c), Status::kInvalidArgument);
+  ASSERT_EQ(p.a->connect(p.ab, 5, c), Status::kOk);
+  EXPECT_EQ(p.a->send(c, buf, n), Status::kInvalidState);  // not established yet
+  EXPECT_THROW(StreamEndpoint(test::endpoint_config(core::Transport::kRc)), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace unet::ulp

@@ -1,0 +1,141 @@
+// unet_cat: netcat over a ulp stream — copies stdin to the stream and the stream to stdout.
+//
+//   unet_cat -l PORT [-d DEVICE] [-g GID_INDEX]          listen
+//   unet_cat HOST PORT [-d DEVICE] [-g GID_INDEX]        connect
+//
+// The two sides swap their UD channel halves over TCP to HOST:PORT (the out-of-band exchange, as
+// perftest does), then the client opens a stream to the server's stream port PORT. Each side
+// sends its stdin and shuts down at its end; it exits 0 once it has written the peer's whole
+// stream to stdout and its own was acknowledged, 1 on any failure (with the reason on stderr).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unet/ulp/stream_endpoint.h"
+#include "unet/verbs/error.h"
+#include "unet/verbs/oob.h"
+
+using namespace unet;
+using namespace std::chrono_literals;
+
+namespace {
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "unet_cat: %s\n", why.c_str());
+  std::exit(1);
+}
+
+void usage() { die("usage: unet_cat -l PORT | unet_cat HOST PORT   [-d DEVICE] [-g GID_INDEX]"); }
+
+bool write_all(int fd, const std::byte* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) return false;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string host, device;
+  std::optional<std::uint32_t> gid;
+  long port = -1;
+  bool listen = false;
+  std::vector<std::string> rest;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-l") listen = true;
+    else if (a == "-d" && i + 1 < argc) device = argv[++i];
+    else if (a == "-g" && i + 1 < argc) gid = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+    else rest.push_back(a);
+  }
+  if (listen && rest.size() == 1) port = std::strtol(rest[0].c_str(), nullptr, 10);
+  else if (!listen && rest.size() == 2) host = rest[0], port = std::strtol(rest[1].c_str(), nullptr, 10);
+  else usage();
+  if (port <= 0 || port > 65535) die("PORT must be 1..65535");
+  const auto p16 = static_cast<std::uint16_t>(port);
+  const auto timeout = 10s;
+
+  try {
+    core::EndpointConfig net;
+    net.device = device;
+    net.gid_index = gid;
+    net.transport = core::Transport::kUd;
+    net.buffers = 512;
+    net.free_queue_depth = 256;
+    net.send_queue_depth = 128;
+    ulp::StreamEndpoint ep(net);
+    core::ChannelOffer offer = ep.offer_peer();
+    core::ChannelId peer;
+    ulp::ConnId conn = ulp::kNoConn;
+    if (listen) {
+      if (ep.listen(p16) != Status::kOk) die("cannot listen on stream port " + std::to_string(port));
+      verbs::OobListener l("", p16);
+      verbs::OobSocket s = l.accept(60s);
+      peer = ep.accept_peer(offer, s.recv_line(timeout));
+      s.send_all(offer.local, timeout);
+      const auto end = std::chrono::steady_clock::now() + timeout;
+      while (ep.accept(p16, conn) != Status::kOk) {
+        if (ep.poll() < 0 || std::chrono::steady_clock::now() > end) die("no connection came");
+      }
+    } else {
+      verbs::OobSocket s = verbs::OobSocket::connect(host, p16, timeout);
+      s.send_all(offer.local, timeout);
+      peer = ep.accept_peer(offer, s.recv_line(timeout));
+      if (ep.connect(peer, p16, conn) != Status::kOk) die("connect refused locally");
+      if (ep.wait(conn, timeout) != Status::kOk) die("connect timed out");
+    }
+    ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
+    std::vector<std::byte> in(64 * 1024), out(64 * 1024);
+    std::size_t pending = 0, off = 0;
+    bool stdin_done = false, shut = false, peer_done = false;
+    for (;;) {
+      if (ep.poll() < 0) die("device error");
+      bool busy = false;
+      if (!stdin_done && pending == 0) {
+        const ssize_t r = ::read(0, in.data(), in.size());
+        if (r > 0) pending = static_cast<std::size_t>(r), off = 0, busy = true;
+        else if (r == 0) stdin_done = true;
+      }
+      if (pending > 0) {
+        std::size_t took = 0;
+        const Status s = ep.send(conn, std::span(in).subspan(off, pending), took);
+        if (s != Status::kOk && s != Status::kNoResource) die(std::string("send: ") + std::string(to_string(s)));
+        off += took, pending -= took, busy |= took > 0;
+      }
+      if (stdin_done && pending == 0 && !shut) {
+        if (ep.shutdown(conn) != Status::kOk) die("shutdown failed");
+        shut = true;
+      }
+      std::size_t got = 0;
+      const Status r = ep.recv(conn, out, got);
+      if (r == Status::kOk) {
+        if (!write_all(1, out.data(), got)) die("stdout write failed");
+        busy = true;
+      } else if (r == Status::kClosed) {
+        peer_done = true;
+      } else if (r != Status::kNoResource) {
+        die(std::string("recv: ") + std::string(to_string(r)));
+      }
+      ulp::StreamState st;
+      if (ep.state(conn, st) != Status::kOk) die("connection lost");
+      if (peer_done && shut && (st == ulp::StreamState::kTimeWait || st == ulp::StreamState::kClosed)) break;
+      if (!busy) std::this_thread::sleep_for(20us);
+    }
+    (void)ep.close(conn);
+    return 0;
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
+}

@@ -1,0 +1,177 @@
+// StreamEndpoint: a TCP-like byte stream over one U-Net UD endpoint, entirely in user space — the
+// paper's U-Net TCP, which ran over an unreliable network.
+//
+// listen(port) / accept(), connect(peer, port) with a three-way handshake (simultaneous open
+// works); send() copies into the connection's send buffer and returns how much it took; recv()
+// copies out of its receive buffer; shutdown() sends FIN once the data is out; close() also gives
+// the connection back; abort() resets it. Segments carry byte sequence numbers and cumulative
+// acks (segment_header.h); losses are repaired by retransmission with an RFC 6298 timeout
+// (rtt_estimator.h) and by fast retransmit; NewReno congestion control (congestion.h) and the
+// receiver's advertised window bound what is in flight. The connection states follow RFC 793
+// (stream_state.h). A peer heard from for no longer than dead_peer_timeout fails the connection
+// with kTimeout (keepalives go out at a quarter of it while idle), and a connect that gets no
+// answer in connect_timeout fails with kTimeout.
+//
+// Application control, the paper's point: the send and receive buffer sizes are the
+// application's (StreamConfig), the receive buffer is the advertised window, and stats(conn)
+// gives the connection's RTT, RTO, congestion window, retransmission and loss counters at any
+// time.
+//
+// A segment past a gap is kept at its place in the receive buffer (up to 16 separate ranges) and
+// answered with an immediate duplicate ack; filling the gap acknowledges all of it at once.
+// Limited transmit (RFC 3042) lets a small window still collect three duplicate acks.
+// Progress: poll(), or wait(conn, timeout). One thread, as
+// core::Endpoint. Set-up throws; the data path returns Status and never allocates (connection
+// buffers are allocated at construction, max_connections of each).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "unet/core/cycle_clock.h"
+#include "unet/core/endpoint.h"
+#include "unet/ulp/congestion.h"
+#include "unet/ulp/rtt_estimator.h"
+#include "unet/ulp/segment_header.h"
+#include "unet/ulp/stream_state.h"
+
+namespace unet::ulp {
+
+using core::ChannelId;
+using Time = std::chrono::nanoseconds;  // since any fixed origin
+using ConnId = std::uint32_t;
+inline constexpr ConnId kNoConn = UINT32_MAX;
+
+struct StreamConfig {
+  std::uint32_t send_buffer = 256 * 1024;  // bytes per connection (a power of two is used)
+  std::uint32_t recv_buffer = 256 * 1024;  // bytes per connection: the most we advertise
+  std::uint32_t max_connections = 16;
+  std::uint32_t max_listeners = 8;
+  std::uint32_t accept_backlog = 8;        // established connections waiting for accept()
+  RttConfig rtt;
+  std::uint32_t initial_window_segments = 4;
+  std::chrono::milliseconds connect_timeout{3000};
+  std::chrono::milliseconds dead_peer_timeout{3000};
+  std::uint32_t max_retransmits = 15;      // timeouts in a row before the connection fails
+  std::chrono::milliseconds time_wait{20};
+};
+
+// A connection's counters and control state, readable at any time.
+struct StreamStats {
+  std::uint64_t bytes_sent = 0;          // payload bytes sent for the first time
+  std::uint64_t bytes_received = 0;      // payload bytes accepted in order
+  std::uint64_t segments_sent = 0;
+  std::uint64_t segments_received = 0;
+  std::uint64_t retransmitted_segments = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t fast_retransmits = 0;
+  std::uint64_t dup_acks = 0;
+  std::uint64_t held_out_of_order = 0;   // segments past a gap, kept at their place
+  std::uint64_t out_of_order_drops = 0;  // segments past a gap seen already or not keepable (16 ranges)
+  std::uint64_t window_drops = 0;        // segments beyond our receive window, dropped
+  std::chrono::nanoseconds srtt{0};
+  std::chrono::nanoseconds rto{0};
+  std::uint32_t cwnd = 0;
+  std::uint32_t ssthresh = 0;
+  std::uint32_t peer_window = 0;
+  StreamState state = StreamState::kClosed;
+};
+
+struct StreamEndpointStats {
+  std::uint64_t malformed = 0;      // segments the codec refused
+  std::uint64_t stray = 0;          // segments for no connection (answered with RST unless RST)
+  std::uint64_t resets_sent = 0;
+  std::uint64_t refused_syn = 0;    // SYNs with no listener, a full backlog or no free connection
+};
+
+class StreamEndpoint {
+ public:
+  explicit StreamEndpoint(const core::EndpointConfig& net, const StreamConfig& config = {});
+  ~StreamEndpoint();
+  StreamEndpoint(const StreamEndpoint&) = delete;
+  StreamEndpoint& operator=(const StreamEndpoint&) = delete;
+
+  core::Endpoint& net() noexcept { return *net_; }
+  const StreamEndpointStats& stats() const noexcept { return stats_; }
+  std::uint32_t mss() const noexcept { return mss_; }
+
+  core::ChannelOffer offer_peer() { return net_->offer_channel(); }
+  ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
+    return net_->accept_offer(offer, peer_half);
+  }
+
+  // --- connections (data path: Status, no allocation) ---
+  Status listen(std::uint16_t port) noexcept;
+  // An established connection from `port`'s backlog; kNoResource when none waits.
+  Status accept(std::uint16_t port, ConnId& out) noexcept;
+  // Starts an active open to `port` at `peer`; the connection is usable once state() is
+  // kEstablished (wait(conn, ...)). kNoResource when no connection is free.
+  Status connect(ChannelId peer, std::uint16_t port, ConnId& out) noexcept;
+  // Copies up to data.size() bytes into the send buffer; `accepted` says how many (0 and
+  // kNoResource when it is full). kInvalidState before the connection is established or after
+  // shutdown; the connection's error once it failed.
+  Status send(ConnId c, std::span<const std::byte> data, std::size_t& accepted) noexcept;
+  // Copies received bytes out; `got` says how many. kNoResource when none waits; kClosed with
+  // got == 0 at the end of the stream (the peer shut down); the connection's error once it
+  // failed and nothing is left to read.
+  Status recv(ConnId c, std::span<std::byte> out, std::size_t& got) noexcept;
+  // No more data from us: FIN after what is queued. The peer may still send.
+  Status shutdown(ConnId c) noexcept;
+  // shutdown() and give the connection back: its id is invalid afterwards; it finishes the close
+  // in the background.
+  Status close(ConnId c) noexcept;
+  // Reset now (RST to the peer); the id is invalid afterwards.
+  Status abort(ConnId c) noexcept;
+
+  Status state(ConnId c, StreamState& out) const noexcept;
+  // Counters and control state (RTT, RTO, cwnd...); nullptr for an invalid id.
+  const StreamStats* stats(ConnId c) const noexcept;
+
+  // Progress: arrivals, acks, retransmissions, output. Work done, or < 0 on a device error.
+  int poll() noexcept;
+  // Polls until `c` has something for the application (established, data, end of stream, send
+  // room after being full, or failure) or `timeout` passes (kTimeout).
+  Status wait(ConnId c, std::chrono::milliseconds timeout) noexcept;
+
+ private:
+  struct Conn;
+  struct Listener;
+  void arrival(const core::Descriptor& d) noexcept;
+  void on_segment(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
+  void on_ack(Conn& c, const SegmentHeader& h, std::size_t payload) noexcept;
+  void on_data(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
+  void on_syn(ChannelId peer, const SegmentHeader& h) noexcept;
+  void send_ack_now(Conn& c) noexcept;
+  void step(Conn& c, StreamEvent e) noexcept;
+  void output(Conn& c) noexcept;
+  Status send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept;
+  Status send_reset(ChannelId peer, const SegmentHeader& to, std::size_t payload) noexcept;
+  void retransmit_first(Conn& c) noexcept;
+  void timers(Conn& c, Time now) noexcept;
+  void fail(Conn& c, Status error) noexcept;
+  void free_conn(Conn& c) noexcept;
+  Conn* find(ChannelId peer, std::uint16_t local, std::uint16_t remote) noexcept;
+  Conn* get(ConnId c) noexcept;
+  const Conn* get(ConnId c) const noexcept;
+  Conn* new_conn(ChannelId peer, std::uint16_t local, std::uint16_t remote, ConnId& id) noexcept;
+  std::uint32_t receive_window(const Conn& c) const noexcept;
+  Time now() const noexcept;
+
+  StreamConfig config_;
+  StreamEndpointStats stats_;
+  std::unique_ptr<core::Endpoint> net_;
+  std::uint32_t mss_ = 0;
+  std::uint32_t window_cap_ = 0;  // what the free queue can absorb at once
+  core::CycleClock clock_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::uint16_t next_port_ = 49152;
+  std::uint32_t isn_salt_ = 0;
+};
+
+}  // namespace unet::ulp

@@ -1,0 +1,260 @@
+// StreamEndpoint set-up and the application's calls.
+#include <algorithm>
+#include <stdexcept>
+
+#include "stream_impl.h"
+
+namespace unet::ulp {
+
+StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConfig& config)
+    : config_(config), clock_(core::CycleClock::process()) {
+  if (net.transport != core::Transport::kUd) throw std::invalid_argument("StreamEndpoint: needs a UD endpoint");
+  if (config.max_connections == 0 || config.max_listeners == 0 || config.accept_backlog == 0)
+    throw std::invalid_argument("StreamEndpoint: connections, listeners and backlog must be positive");
+  if (config.send_buffer < 1024 || config.recv_buffer < 1024 || config.send_buffer > (1u << 30) ||
+      config.recv_buffer > (1u << 30))
+    throw std::invalid_argument("StreamEndpoint: buffers must be 1 KiB .. 1 GiB");
+  config.rtt.validate();
+  net_ = std::make_unique<core::Endpoint>(net);
+  mss_ = net_->max_message() - static_cast<std::uint32_t>(kSegmentHeaderBytes);
+  // Never advertise more than half the posted receive buffers can hold: UD drops what finds none.
+  window_cap_ = std::max<std::uint32_t>(1, net.free_queue_depth / 2) * mss_;
+  conns_.reserve(config.max_connections);
+  for (std::uint32_t i = 0; i < config.max_connections; ++i) {
+    conns_.push_back(std::make_unique<Conn>(config.send_buffer, config.recv_buffer, mss_, config));
+    conns_.back()->id = i;
+  }
+  listeners_.reserve(config.max_listeners);
+  isn_salt_ = static_cast<std::uint32_t>(core::CycleClock::now());
+  net_->set_upcall([this](const core::Descriptor& d) { arrival(d); });
+}
+
+StreamEndpoint::~StreamEndpoint() = default;
+
+Time StreamEndpoint::now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
+
+StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) noexcept {
+  return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
+}
+const StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) const noexcept {
+  return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
+}
+
+StreamEndpoint::Conn* StreamEndpoint::find(ChannelId peer, std::uint16_t local, std::uint16_t remote) noexcept {
+  for (auto& c : conns_)
+    if (c->used && c->peer == peer && c->lport == local && c->rport == remote) return c.get();
+  return nullptr;
+}
+
+// A free connection, reset for a new peer (its id in `id`); nullptr when all are in use.
+StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t local, std::uint16_t remote,
+                                               ConnId& id) noexcept {
+  for (std::uint32_t i = 0; i < conns_.size(); ++i) {
+    Conn& c = *conns_[i];
+    if (c.used) continue;
+    id = i;
+    c.used = true;
+    c.released = c.accepted = c.in_backlog = false;
+    c.listener = 0;
+    c.peer = peer;
+    c.lport = local;
+    c.rport = remote;
+    c.state = StreamState::kClosed;
+    c.error = Status::kOk;
+    c.iss = isn_salt_ += 0x9E3779B9u;  // a different start for every connection
+    c.snd_una = c.iss;
+    c.snd_nxt = c.iss;
+    c.snd_max = c.iss;
+    c.snd_end = c.iss + 1;
+    c.snd_wnd = mss_;
+    c.fin_queued = c.fin_sent = false;
+    c.irs = c.rcv_nxt = c.rcv_read = 0;
+    c.peer_fin = c.ack_pending = c.send_full = false;
+    c.held_count = c.dup_count = 0;
+    c.rtt = RttEstimator(config_.rtt);
+    c.cc = NewReno(mss_, config_.initial_window_segments);
+    c.rto_deadline = Time{};
+    c.expiries = 0;
+    c.timing = false;
+    c.last_heard = c.last_keepalive = now();
+    c.stats = StreamStats{};
+    return &c;
+  }
+  return nullptr;
+}
+
+void StreamEndpoint::free_conn(Conn& c) noexcept { c.used = false; }
+
+std::uint32_t StreamEndpoint::receive_window(const Conn& c) const noexcept {
+  const std::uint32_t room = (c.rmask + 1) - (c.rcv_nxt - c.rcv_read);
+  return std::min(room, window_cap_);
+}
+
+Status StreamEndpoint::listen(std::uint16_t port) noexcept {
+  for (auto& l : listeners_)
+    if (l->port == port) return Status::kInvalidState;
+  if (port == 0 || listeners_.size() >= config_.max_listeners) return port == 0 ? Status::kInvalidArgument : Status::kNoResource;
+  try {
+    listeners_.push_back(std::make_unique<Listener>(port, config_.accept_backlog));  // set-up
+  } catch (const std::bad_alloc&) {
+    return Status::kNoResource;
+  }
+  return Status::kOk;
+}
+
+Status StreamEndpoint::accept(std::uint16_t port, ConnId& out) noexcept {
+  for (auto& l : listeners_) {
+    if (l->port != port) continue;
+    ConnId id;
+    if (!l->ready.pop_into(id)) return Status::kNoResource;
+    conns_[id]->accepted = true;
+    conns_[id]->in_backlog = false;
+    out = id;
+    return Status::kOk;
+  }
+  return Status::kNotFound;
+}
+
+Status StreamEndpoint::connect(ChannelId peer, std::uint16_t port, ConnId& out) noexcept {
+  if (Status s = net_->channel_status(peer); s != Status::kOk) return s;
+  if (port == 0) return Status::kInvalidArgument;
+  std::uint16_t local = 0;
+  for (int tries = 0; tries < 16384 && local == 0; ++tries) {  // an ephemeral port unused with this peer
+    const std::uint16_t p = next_port_;
+    next_port_ = next_port_ == 65535 ? 49152 : next_port_ + 1;
+    if (!find(peer, p, port)) local = p;
+  }
+  ConnId id = kNoConn;
+  Conn* c = local ? new_conn(peer, local, port, id) : nullptr;
+  if (!c) return Status::kNoResource;
+  c->deadline = now() + config_.connect_timeout;
+  step(*c, StreamEvent::kConnect);
+  out = id;
+  (void)net_->flush();
+  return Status::kOk;
+}
+
+Status StreamEndpoint::send(ConnId id, std::span<const std::byte> data, std::size_t& accepted) noexcept {
+  accepted = 0;
+  Conn* c = get(id);
+  if (!c) return Status::kNotFound;
+  if (c->error != Status::kOk) return c->error;
+  if ((c->state != StreamState::kEstablished && c->state != StreamState::kCloseWait) || c->fin_queued)
+    return Status::kInvalidState;
+  const std::uint32_t room = (c->smask + 1) - c->queued();
+  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(room, data.size()));
+  if (n == 0) {
+    c->send_full = !data.empty();
+    return data.empty() ? Status::kOk : Status::kNoResource;
+  }
+  // Copy into the ring at snd_end, in at most two pieces.
+  const std::uint32_t at = (c->snd_end - c->data_start()) & c->smask;
+  const std::uint32_t first = std::min(n, c->smask + 1 - at);
+  std::memcpy(c->sbuf.get() + at, data.data(), first);
+  if (n > first) std::memcpy(c->sbuf.get(), data.data() + first, n - first);
+  c->snd_end += n;
+  c->send_full = false;
+  accepted = n;
+  output(*c);
+  (void)net_->flush();
+  return Status::kOk;
+}
+
+Status StreamEndpoint::recv(ConnId id, std::span<std::byte> out, std::size_t& got) noexcept {
+  got = 0;
+  Conn* c = get(id);
+  if (!c) return Status::kNotFound;
+  const std::uint32_t avail = c->unread();
+  if (avail == 0) {
+    if (c->error != Status::kOk) return c->error;
+    return c->peer_fin ? Status::kClosed : Status::kNoResource;
+  }
+  const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(avail, out.size()));
+  const std::uint32_t at = (c->rcv_read - (c->irs + 1)) & c->rmask;
+  const std::uint32_t first = std::min(n, c->rmask + 1 - at);
+  std::memcpy(out.data(), c->rbuf.get() + at, first);
+  if (n > first) std::memcpy(out.data() + first, c->rbuf.get(), n - first);
+  const std::uint32_t before = receive_window(*c);
+  c->rcv_read += n;
+  got = n;
+  // Reading opened the window from (nearly) shut: tell the peer now, or it waits for a probe.
+  if (before < mss_ && receive_window(*c) >= mss_) c->ack_pending = true;
+  return Status::kOk;
+}
+
+Status StreamEndpoint::shutdown(ConnId id) noexcept {
+  Conn* c = get(id);
+  if (!c) return Status::kNotFound;
+  if (c->fin_queued) return Status::kOk;
+  Transition t;
+  if (transition(c->state, StreamEvent::kClose, t) != Status::kOk) return Status::kInvalidState;
+  step(*c, StreamEvent::kClose);
+  (void)net_->flush();
+  return Status::kOk;
+}
+
+Status StreamEndpoint::close(ConnId id) noexcept {
+  Conn* c = get(id);
+  if (!c) return Status::kNotFound;
+  if (c->state == StreamState::kClosed || c->error != Status::kOk) {
+    c->released = true;
+    free_conn(*c);
+    return Status::kOk;
+  }
+  Status s = shutdown(id);
+  c->released = true;  // finishes in the background; freed when it reaches kClosed
+  return s == Status::kInvalidState ? Status::kOk : s;
+}
+
+Status StreamEndpoint::abort(ConnId id) noexcept {
+  Conn* c = get(id);
+  if (!c) return Status::kNotFound;
+  Transition t;
+  if (transition(c->state, StreamEvent::kAbort, t) == Status::kOk) step(*c, StreamEvent::kAbort);
+  (void)net_->flush();
+  c->released = true;
+  free_conn(*c);
+  return Status::kOk;
+}
+
+Status StreamEndpoint::state(ConnId id, StreamState& out) const noexcept {
+  const Conn* c = get(id);
+  if (!c) return Status::kNotFound;
+  out = c->state;
+  return Status::kOk;
+}
+
+const StreamStats* StreamEndpoint::stats(ConnId id) const noexcept {
+  const Conn* c = get(id);
+  if (!c) return nullptr;
+  StreamStats& s = const_cast<Conn*>(c)->stats;  // refreshed on read: the live control state
+  s.srtt = c->rtt.srtt();
+  s.rto = c->rtt.rto();
+  s.cwnd = c->cc.cwnd();
+  s.ssthresh = c->cc.ssthresh();
+  s.peer_window = c->snd_wnd;
+  s.state = c->state;
+  return &s;
+}
+
+Status StreamEndpoint::wait(ConnId id, std::chrono::milliseconds timeout) noexcept {
+  Conn* c = get(id);
+  if (!c) return Status::kNotFound;
+  const Time deadline = now() + timeout;
+  const bool was_open = c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait;
+  for (;;) {
+    if (poll() < 0) return Status::kDeviceError;
+    const bool open = c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait;
+    if (c->unread() > 0 || c->peer_fin || c->error != Status::kOk || (open && !was_open) ||
+        (c->send_full && c->queued() <= c->smask / 2))
+      return Status::kOk;
+    if (c->state == StreamState::kClosed) return Status::kOk;
+    const Time t = now();
+    if (t >= deadline) return Status::kTimeout;
+    const auto slice = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
+    if (Status s = net_->wait(slice); s != Status::kOk && s != Status::kTimeout) return s;
+  }
+}
+
+}  // namespace unet::ulp

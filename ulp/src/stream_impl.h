@@ -1,0 +1,88 @@
+// StreamEndpoint internals shared by stream_endpoint.cc (set-up and calls) and stream_io.cc
+// (segments, output, timers).
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <memory>
+
+#include "unet/core/descriptor_ring.h"
+#include "unet/ulp/stream_endpoint.h"
+
+namespace unet::ulp {
+
+// Serial-number comparisons of 32-bit sequence numbers (RFC 1982).
+constexpr bool seq_lt(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
+constexpr bool seq_le(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) <= 0; }
+
+// One connection. Sequence space: the SYN takes iss, data starts at iss + 1, our FIN takes the
+// number after the last data byte. The send buffer holds [snd_una .. snd_end) of data (the SYN
+// and FIN hold no bytes); the receive buffer holds [rcv_read .. rcv_nxt) not yet read.
+struct StreamEndpoint::Conn {
+  Conn(std::uint32_t send_bytes, std::uint32_t recv_bytes, std::uint32_t mss, const StreamConfig& cfg)
+      : smask(std::bit_ceil(send_bytes) - 1),
+        rmask(std::bit_ceil(recv_bytes) - 1),
+        sbuf(std::make_unique<std::byte[]>(smask + 1)),
+        rbuf(std::make_unique<std::byte[]>(rmask + 1)),
+        rtt(cfg.rtt),
+        cc(mss, cfg.initial_window_segments) {}
+
+  ConnId id = 0;
+  bool used = false;
+  bool released = false;     // the application gave it back (close/abort)
+  bool accepted = false;     // passive: handed out by accept()
+  bool in_backlog = false;   // passive: established, waiting in its listener's queue
+  std::uint16_t listener = 0;  // passive: the port it came in on (0: active)
+  ChannelId peer = core::kNoChannel;
+  std::uint16_t lport = 0, rport = 0;
+  StreamState state = StreamState::kClosed;
+  Status error = Status::kOk;
+
+  // Send side.
+  std::uint32_t smask, rmask;
+  std::unique_ptr<std::byte[]> sbuf, rbuf;
+  std::uint32_t iss = 0, snd_una = 0, snd_nxt = 0, snd_end = 0, snd_wnd = 0;
+  std::uint32_t snd_max = 0;  // after the highest sequence number ever sent
+  bool fin_queued = false, fin_sent = false;
+  // Receive side.
+  std::uint32_t irs = 0, rcv_nxt = 0, rcv_read = 0;
+  // Data that arrived past a gap, already in the receive buffer at its place: [start, end)
+  // ranges beyond rcv_nxt, sorted, disjoint. Filling the gap moves rcv_nxt over them.
+  struct Range {
+    std::uint32_t start, end;
+  };
+  static constexpr std::uint32_t kMaxHeld = 16;
+  std::array<Range, kMaxHeld> held{};
+  std::uint32_t held_count = 0;
+  std::uint32_t dup_count = 0;  // duplicate acks in a row (limited transmit)
+  bool peer_fin = false, ack_pending = false, send_full = false;
+
+  RttEstimator rtt;
+  NewReno cc;
+  Time rto_deadline{};  // zero: the retransmission timer is off
+  std::uint32_t expiries = 0;
+  bool timing = false;
+  std::uint32_t timed_seq = 0;
+  Time timed_at{};
+  Time last_heard{};
+  Time last_keepalive{};
+  Time deadline{};  // connect timeout (SYN states) or TIME_WAIT end
+  StreamStats stats;
+
+  std::uint32_t data_start() const noexcept { return iss + 1; }
+  std::uint32_t flight() const noexcept { return snd_nxt - snd_una; }
+  std::uint32_t queued() const noexcept { return snd_end - snd_una; }  // data not yet acked
+  // Nobody will ever hand this connection to the application: free it once it is closed.
+  bool orphan() const noexcept { return released || (listener && !accepted && !in_backlog); }
+  std::uint32_t unread() const noexcept { return rcv_nxt - rcv_read - (peer_fin ? 1 : 0); }
+  std::byte* sbyte(std::uint32_t seq) noexcept { return sbuf.get() + ((seq - data_start()) & smask); }
+};
+
+struct StreamEndpoint::Listener {
+  Listener(std::uint16_t p, std::uint32_t backlog) : port(p), ready(backlog) {}
+  std::uint16_t port;
+  core::DescriptorRing<ConnId> ready;  // established, not yet accepted
+};
+
+}  // namespace unet::ulp

@@ -1,0 +1,478 @@
+// StreamEndpoint segments: arrival, acknowledgement, data, output, retransmission and timers.
+#include <algorithm>
+#include <array>
+
+#include "stream_impl.h"
+
+namespace unet::ulp {
+
+namespace {
+
+bool synchronized(StreamState s) noexcept {
+  return s != StreamState::kClosed && s != StreamState::kListen && s != StreamState::kSynSent &&
+         s != StreamState::kSynReceived;
+}
+// States whose peer may still send us data.
+bool receiving(StreamState s) noexcept {
+  return s == StreamState::kEstablished || s == StreamState::kFinWait1 || s == StreamState::kFinWait2;
+}
+// States in which our data or FIN may still be going out.
+bool sending(StreamState s) noexcept {
+  return s == StreamState::kEstablished || s == StreamState::kCloseWait || s == StreamState::kFinWait1 ||
+         s == StreamState::kClosing || s == StreamState::kLastAck;
+}
+
+// Copies `payload` into the receive buffer at sequence number `seq` (in two pieces at the wrap).
+template <class Conn>
+void put(Conn& c, std::uint32_t seq, std::span<const std::byte> payload) noexcept {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  const std::uint32_t at = (seq - (c.irs + 1)) & c.rmask;
+  const std::uint32_t first = std::min(n, c.rmask + 1 - at);
+  std::memcpy(c.rbuf.get() + at, payload.data(), first);
+  if (n > first) std::memcpy(c.rbuf.get(), payload.data() + first, n - first);
+}
+
+// Records [seq, seq+n) as held past the gap; false (nothing recorded) when it is held already or
+// no range is left.
+template <class Conn>
+bool hold(Conn& c, std::uint32_t seq, std::uint32_t n) noexcept {
+  const std::uint32_t end = seq + n;
+  std::uint32_t i = 0;
+  while (i < c.held_count && seq_lt(c.held[i].end, seq)) ++i;  // first range ending at or past seq
+  if (i < c.held_count && seq_le(c.held[i].start, end)) {      // touches range i: merge
+    if (seq_le(c.held[i].start, seq) && seq_le(end, c.held[i].end)) return false;  // a duplicate
+    if (seq_lt(seq, c.held[i].start)) c.held[i].start = seq;
+    if (seq_lt(c.held[i].end, end)) c.held[i].end = end;
+    while (i + 1 < c.held_count && seq_le(c.held[i + 1].start, c.held[i].end)) {  // swallow the next
+      if (seq_lt(c.held[i].end, c.held[i + 1].end)) c.held[i].end = c.held[i + 1].end;
+      std::copy(c.held.begin() + i + 2, c.held.begin() + c.held_count, c.held.begin() + i + 1);
+      --c.held_count;
+    }
+    return true;
+  }
+  if (c.held_count == c.held.size()) return false;
+  std::copy_backward(c.held.begin() + i, c.held.begin() + c.held_count, c.held.begin() + c.held_count + 1);
+  c.held[i] = {seq, end};
+  ++c.held_count;
+  return true;
+}
+
+}  // namespace
+
+int StreamEndpoint::poll() noexcept {
+  const int n = net_->poll();  // arrivals are handled in here (core's upcall)
+  if (n < 0) return n;
+  const Time t = now();
+  for (auto& p : conns_) {
+    Conn& c = *p;
+    if (!c.used) continue;
+    timers(c, t);
+    if (!c.used) continue;
+    output(c);
+    if (c.ack_pending) send_ack_now(c);
+  }
+  const int f = net_->flush();
+  return f < 0 ? f : n + f;
+}
+
+void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
+  const std::span<const std::byte> bytes =
+      d.is_inline() ? d.inline_payload() : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
+  SegmentHeader h;
+  if (decode(bytes, h) != Status::kOk) {
+    ++stats_.malformed;
+  } else if (Conn* c = find(d.channel, h.dst_port, h.src_port)) {
+    c->last_heard = now();
+    ++c->stats.segments_received;
+    on_segment(*c, h, bytes.subspan(kSegmentHeaderBytes));
+  } else if (h.has(kSyn) && !h.has(kAck)) {
+    on_syn(d.channel, h);
+  } else {
+    ++stats_.stray;
+    if (!h.has(kRst)) (void)send_reset(d.channel, h, bytes.size() - kSegmentHeaderBytes);
+  }
+  if (!d.is_inline()) (void)net_->release(d.buffer);
+}
+
+// A SYN for no connection: a listener on its port takes it into a new connection (SYN_RECEIVED).
+void StreamEndpoint::on_syn(ChannelId peer, const SegmentHeader& h) noexcept {
+  Listener* l = nullptr;
+  for (auto& p : listeners_)
+    if (p->port == h.dst_port) l = p.get();
+  ConnId id;
+  Conn* c = nullptr;
+  if (!l || l->ready.full() || !(c = new_conn(peer, h.dst_port, h.src_port, id))) {
+    ++stats_.refused_syn;
+    if (!l) (void)send_reset(peer, h, 0);  // nobody listens; a full backlog lets the SYN retry
+    return;
+  }
+  c->listener = l->port;
+  c->irs = h.seq;
+  c->rcv_nxt = c->rcv_read = h.seq + 1;
+  c->snd_wnd = h.window;
+  c->deadline = now() + config_.connect_timeout;
+  c->state = StreamState::kListen;
+  step(*c, StreamEvent::kRecvSyn);
+}
+
+void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept {
+  if (h.has(kRst)) {
+    const bool ok = c.state == StreamState::kSynSent
+                        ? h.has(kAck) && h.ack == c.iss + 1
+                        : seq_le(c.rcv_nxt, h.seq) && seq_le(h.seq, c.rcv_nxt + receive_window(c));
+    if (!ok) return;  // not in our window: ignore, as RFC 793 says
+    Transition t;
+    if (transition(c.state, StreamEvent::kRecvRst, t) == Status::kOk)
+      step(c, StreamEvent::kRecvRst);
+    else
+      fail(c, Status::kClosed);  // a refused connect
+    return;
+  }
+  switch (c.state) {
+    case StreamState::kSynSent:
+      if (h.has(kSyn) && h.has(kAck) && h.ack == c.iss + 1) {
+        c.irs = h.seq;
+        c.rcv_nxt = c.rcv_read = h.seq + 1;
+        c.snd_una = c.iss + 1;
+        c.snd_wnd = h.window;
+        if (c.timing) c.rtt.sample(now() - c.timed_at);
+        c.timing = false;
+        c.rto_deadline = Time{};
+        c.expiries = 0;
+        step(c, StreamEvent::kRecvSynAck);
+        send_ack_now(c);
+      } else if (h.has(kSyn) && !h.has(kAck)) {  // simultaneous open
+        c.irs = h.seq;
+        c.rcv_nxt = c.rcv_read = h.seq + 1;
+        c.snd_wnd = h.window;
+        step(c, StreamEvent::kRecvSyn);
+      }
+      return;
+    case StreamState::kSynReceived:
+      if (h.has(kSyn) && !h.has(kAck)) {  // our SYN-ACK was lost: the peer's SYN again
+        (void)send_segment(c, kSyn | kAck, c.iss, 0);
+        return;
+      }
+      if (!h.has(kAck) || h.ack != c.iss + 1) return;
+      c.snd_una = c.iss + 1;
+      c.snd_wnd = h.window;
+      c.rto_deadline = Time{};
+      c.expiries = 0;
+      if (c.timing) c.rtt.sample(now() - c.timed_at);
+      c.timing = false;
+      step(c, StreamEvent::kRecvAckOfSyn);
+      break;  // the ACK may carry data
+    default:
+      break;
+  }
+  if (!synchronized(c.state)) return;
+  if (h.has(kSyn)) {  // our ACK of their SYN-ACK was lost: acknowledge again
+    send_ack_now(c);
+    return;
+  }
+  on_ack(c, h, payload.size());
+  if (c.used && receiving(c.state)) on_data(c, h, payload);
+}
+
+void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload) noexcept {
+  if (!h.has(kAck) || seq_lt(h.ack, c.snd_una)) return;  // old
+  if (seq_lt(c.snd_max, h.ack)) {  // acknowledges what we never sent
+    c.ack_pending = true;
+    return;
+  }
+  const std::uint32_t flight = c.flight();
+  if (seq_lt(c.snd_una, h.ack)) {
+    c.dup_count = 0;
+    const bool fin_acked = c.fin_sent && h.ack == c.snd_end + 1;
+    const std::uint32_t acked = h.ack - c.snd_una;
+    c.snd_una = h.ack;
+    if (seq_lt(c.snd_nxt, c.snd_una)) c.snd_nxt = c.snd_una;
+    if (c.timing && seq_lt(c.timed_seq, h.ack)) {
+      c.rtt.sample(now() - c.timed_at);
+      c.timing = false;
+    }
+    c.snd_wnd = h.window;
+    if (c.cc.in_recovery()) {
+      if (c.cc.on_recovery_ack(acked, h.ack, flight - acked)) retransmit_first(c);
+    } else {
+      c.cc.on_ack(acked);
+    }
+    c.expiries = 0;
+    c.rto_deadline = c.flight() > 0 ? now() + c.rtt.rto() : Time{};
+    if (fin_acked) step(c, StreamEvent::kRecvAckOfFin);
+    return;
+  }
+  // h.ack == snd_una: a duplicate ack if it carries nothing else and data is outstanding.
+  if (payload == 0 && !h.has(kFin) && flight > 0 && h.window == c.snd_wnd) {
+    ++c.stats.dup_acks;
+    ++c.dup_count;
+    if (c.cc.on_dup_ack(flight, c.snd_max)) {
+      ++c.stats.fast_retransmits;
+      retransmit_first(c);
+    }
+  }
+  c.snd_wnd = h.window;
+}
+
+void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept {
+  std::uint32_t seq = h.seq;
+  if (!payload.empty()) {
+    if (seq_lt(seq, c.rcv_nxt)) {  // some or all of it seen before
+      const std::uint32_t skip = c.rcv_nxt - seq;
+      if (skip >= payload.size()) {
+        send_ack_now(c);  // a duplicate: tell the peer where we are
+        return;
+      }
+      payload = payload.subspan(skip);
+      seq = c.rcv_nxt;
+    }
+    const auto n = static_cast<std::uint32_t>(payload.size());
+    if (seq + n - c.rcv_read > c.rmask + 1) {  // beyond the receive buffer
+      ++c.stats.window_drops;
+      send_ack_now(c);
+      return;
+    }
+    if (seq != c.rcv_nxt) {  // past a gap: kept at its place; the duplicate ack asks for the gap
+      if (hold(c, seq, n)) {
+        put(c, seq, payload);
+        ++c.stats.held_out_of_order;
+      } else {
+        ++c.stats.out_of_order_drops;
+      }
+      send_ack_now(c);
+      return;
+    }
+    put(c, seq, payload);
+    c.rcv_nxt += n;
+    c.stats.bytes_received += n;
+    // The gap is filled: run over what was held beyond it.
+    while (c.held_count > 0 && seq_le(c.held[0].start, c.rcv_nxt)) {
+      if (seq_lt(c.rcv_nxt, c.held[0].end)) {
+        c.stats.bytes_received += c.held[0].end - c.rcv_nxt;
+        c.rcv_nxt = c.held[0].end;
+      }
+      std::copy(c.held.begin() + 1, c.held.begin() + c.held_count, c.held.begin());
+      --c.held_count;
+    }
+    c.ack_pending = true;  // sent at the end of this poll: one ack for a run of segments
+  } else if (seq_lt(seq, c.rcv_nxt)) {
+    c.ack_pending = true;  // a keepalive
+  }
+  if (h.has(kFin) && !c.peer_fin && seq + payload.size() == c.rcv_nxt) {
+    c.peer_fin = true;
+    c.rcv_nxt += 1;
+    step(c, StreamEvent::kRecvFin);
+    send_ack_now(c);
+  }
+}
+
+// Applies a state-machine event (the caller made sure it is allowed) and its actions.
+void StreamEndpoint::step(Conn& c, StreamEvent e) noexcept {
+  Transition t;
+  if (transition(c.state, e, t) != Status::kOk) return;
+  c.state = t.next;
+  const Time n = now();
+  if (t.actions & (kActSendSyn | kActSendSynAck)) {
+    c.snd_nxt = c.snd_max = c.iss + 1;
+    c.timing = true;
+    c.timed_seq = c.iss;
+    c.timed_at = n;
+    (void)send_segment(c, (t.actions & kActSendSynAck) ? (kSyn | kAck) : kSyn, c.iss, 0);
+    c.rto_deadline = n + c.rtt.rto();
+  }
+  if (t.actions & kActSendAck) c.ack_pending = true;
+  if (t.actions & kActSendFin) {
+    c.fin_queued = true;
+    output(c);
+  }
+  if (t.actions & kActSendRst) {
+    SegmentHeader to;  // as if answering the peer's next segment
+    to.flags = kAck;
+    to.src_port = c.rport;
+    to.dst_port = c.lport;
+    to.seq = c.rcv_nxt;
+    to.ack = c.snd_nxt;
+    (void)send_reset(c.peer, to, 0);
+  }
+  if (t.actions & kActConnected && c.listener) {  // into the listener's backlog for accept()
+    for (auto& l : listeners_)
+      if (l->port == c.listener) c.in_backlog = l->ready.push(c.id);
+    if (!c.in_backlog) {  // the backlog filled since the SYN came: refuse it after all
+      ++stats_.refused_syn;
+      step(c, StreamEvent::kAbort);
+      return;
+    }
+  }
+  if (t.actions & kActFailed) c.error = t.error;
+  if (c.state == StreamState::kTimeWait) {
+    c.deadline = n + config_.time_wait;
+    c.rto_deadline = Time{};
+  }
+  if (c.state == StreamState::kClosed) {
+    c.rto_deadline = Time{};
+    if (c.orphan()) free_conn(c);
+  }
+}
+
+// Sends what the windows allow: new data, then our FIN once the data is out.
+void StreamEndpoint::output(Conn& c) noexcept {
+  if (!sending(c.state)) return;
+  for (;;) {
+    const std::uint32_t flight = c.flight();
+    // A zero window still lets one byte out when nothing is in flight: the probe that finds out
+    // when it opens (the retransmission timer repeats it).
+    // Limited transmit (RFC 3042): the first two duplicate acks each let one new segment out, so
+    // a small window still gathers the three duplicates a fast retransmit needs.
+    const std::uint32_t limited = c.cc.in_recovery() ? 0 : std::min(c.dup_count, 2u) * mss_;
+    const std::uint32_t wnd = std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
+    if (seq_lt(c.snd_nxt, c.snd_end)) {
+      if (flight >= wnd) return;
+      const std::uint32_t len = std::min({mss_, c.snd_end - c.snd_nxt, wnd - flight});
+      if (send_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
+      const std::uint32_t end = c.snd_nxt + len;
+      if (seq_lt(c.snd_max, end)) {
+        const std::uint32_t fresh = end - (seq_lt(c.snd_nxt, c.snd_max) ? c.snd_max : c.snd_nxt);
+        c.stats.bytes_sent += fresh;
+        if (!c.timing && !seq_lt(c.snd_nxt, c.snd_max)) {  // Karn: time only first transmissions
+          c.timing = true;
+          c.timed_seq = c.snd_nxt;
+          c.timed_at = now();
+        }
+        c.snd_max = end;
+      } else {
+        ++c.stats.retransmitted_segments;
+      }
+      c.snd_nxt = end;
+      if (c.rto_deadline == Time{}) c.rto_deadline = now() + c.rtt.rto();
+    } else if (c.fin_queued && !c.fin_sent && c.snd_nxt == c.snd_end) {
+      if (send_segment(c, kAck | kFin, c.snd_end, 0) != Status::kOk) return;
+      c.fin_sent = true;
+      c.snd_nxt = c.snd_end + 1;
+      if (seq_lt(c.snd_max, c.snd_nxt)) c.snd_max = c.snd_nxt;
+      if (c.rto_deadline == Time{}) c.rto_deadline = now() + c.rtt.rto();
+    } else {
+      return;
+    }
+  }
+}
+
+// One segment: header, then `len` bytes of the send buffer from `seq`, inside a descriptor when
+// it fits, else in a segment buffer. kNoResource when the send path is full.
+Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept {
+  if (net_->send_queue_space() == 0) return Status::kNoResource;
+  SegmentHeader h;
+  h.flags = flags;
+  h.src_port = c.lport;
+  h.dst_port = c.rport;
+  h.seq = seq;
+  h.ack = (flags & kAck) ? c.rcv_nxt : 0;
+  h.window = receive_window(c);
+  const std::size_t size = kSegmentHeaderBytes + len;
+  std::array<std::byte, core::Descriptor::kInlineBytes> small;
+  core::BufferId b = core::kNoBuffer;
+  std::byte* p = small.data();
+  if (size > net_->inline_threshold()) {
+    if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
+    p = net_->buffer(b).data();
+  }
+  if (Status s = encode(h, len, std::span<std::byte>(p, kSegmentHeaderBytes)); s != Status::kOk) {
+    if (b != core::kNoBuffer) (void)net_->release(b);
+    return s;
+  }
+  if (len) {
+    const std::uint32_t at = (seq - c.data_start()) & c.smask;
+    const std::uint32_t first = std::min(len, c.smask + 1 - at);
+    std::memcpy(p + kSegmentHeaderBytes, c.sbuf.get() + at, first);
+    if (len > first) std::memcpy(p + kSegmentHeaderBytes + first, c.sbuf.get(), len - first);
+  }
+  const Status s = b == core::kNoBuffer ? net_->send_inline(c.peer, std::span<const std::byte>(p, size))
+                                        : net_->send(c.peer, b, static_cast<std::uint32_t>(size));
+  if (s != Status::kOk) return s;
+  ++c.stats.segments_sent;
+  if (flags & kAck) c.ack_pending = false;
+  return Status::kOk;
+}
+
+void StreamEndpoint::send_ack_now(Conn& c) noexcept {
+  if (synchronized(c.state) || c.state == StreamState::kSynReceived) (void)send_segment(c, kAck, c.snd_nxt, 0);
+}
+
+// An RST answering segment `to` (RFC 793: seq from its ack, or ack its sequence space).
+Status StreamEndpoint::send_reset(ChannelId peer, const SegmentHeader& to, std::size_t payload) noexcept {
+  if (net_->send_queue_space() == 0) return Status::kNoResource;
+  SegmentHeader h;
+  h.src_port = to.dst_port;
+  h.dst_port = to.src_port;
+  if (to.has(kAck)) {
+    h.flags = kRst;
+    h.seq = to.ack;
+  } else {
+    h.flags = kRst | kAck;
+    h.ack = to.seq + static_cast<std::uint32_t>(payload) + (to.has(kSyn) ? 1 : 0) + (to.has(kFin) ? 1 : 0);
+  }
+  std::array<std::byte, kSegmentHeaderBytes> bytes;
+  if (Status s = encode(h, 0, bytes); s != Status::kOk) return s;
+  const Status s = net_->send_inline(peer, bytes);
+  if (s == Status::kOk) ++stats_.resets_sent;
+  return s;
+}
+
+// Resends the first unacknowledged segment (fast retransmit, partial ack).
+void StreamEndpoint::retransmit_first(Conn& c) noexcept {
+  c.timing = false;  // Karn
+  ++c.stats.retransmitted_segments;
+  if (seq_lt(c.snd_una, c.snd_end)) {
+    const std::uint32_t len = std::min({mss_, c.snd_end - c.snd_una, std::max(c.flight(), 1u)});
+    (void)send_segment(c, kAck, c.snd_una, len);
+  } else if (c.fin_sent && c.snd_una == c.snd_end) {
+    (void)send_segment(c, kAck | kFin, c.snd_end, 0);
+  }
+}
+
+void StreamEndpoint::timers(Conn& c, Time t) noexcept {
+  if (c.state == StreamState::kClosed) {
+    if (c.orphan()) free_conn(c);
+    return;
+  }
+  if (c.state == StreamState::kSynSent || c.state == StreamState::kSynReceived) {
+    if (t >= c.deadline) {
+      step(c, StreamEvent::kTimeout);
+    } else if (c.rto_deadline != Time{} && t >= c.rto_deadline) {
+      c.timing = false;
+      c.rtt.backoff();
+      (void)send_segment(c, c.state == StreamState::kSynSent ? kSyn : (kSyn | kAck), c.iss, 0);
+      c.rto_deadline = t + c.rtt.rto();
+    }
+    return;
+  }
+  if (c.state == StreamState::kTimeWait) {
+    if (t >= c.deadline) step(c, StreamEvent::kTimeout);
+    return;
+  }
+  if (t - c.last_heard >= config_.dead_peer_timeout) return fail(c, Status::kTimeout);
+  if (c.rto_deadline != Time{} && t >= c.rto_deadline) {
+    if (++c.expiries > config_.max_retransmits) return fail(c, Status::kTimeout);
+    ++c.stats.timeouts;
+    c.rtt.backoff();
+    c.cc.on_timeout(c.flight());
+    c.snd_nxt = c.snd_una;  // go back: resend from the first unacknowledged byte
+    if (c.fin_sent && seq_le(c.snd_una, c.snd_end)) c.fin_sent = false;
+    c.timing = false;
+    c.rto_deadline = t + c.rtt.rto();
+  }
+  const Time quarter = config_.dead_peer_timeout / 4;
+  if (c.flight() == 0 && t - c.last_heard >= quarter && t - c.last_keepalive >= quarter) {
+    c.last_keepalive = t;
+    (void)send_segment(c, kAck, c.snd_nxt - 1, 0);  // below the peer's rcv_nxt: it acks
+  }
+}
+
+// The connection is gone (timeout, reset): pending calls see `error`.
+void StreamEndpoint::fail(Conn& c, Status error) noexcept {
+  c.state = StreamState::kClosed;
+  c.error = error;
+  c.rto_deadline = Time{};
+  if (c.orphan()) free_conn(c);
+}
+
+}  // namespace unet::ulp
