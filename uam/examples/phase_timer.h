@@ -12,20 +12,22 @@ class PhaseTimer {
  public:
   PhaseTimer() : last_(Clock::now()) {}
 
-  // Ends the current phase: it lasted from the previous end (or construction) until now.
-  void end(std::string name, std::string note = {}) {
+  // Ends the current phase, which lasted from the previous end (or construction); returns seconds.
+  double end(std::string name, std::string note = {}) {
     const auto t = Clock::now();
-    phases_.push_back({std::move(name), std::chrono::duration<double>(t - last_).count(), std::move(note)});
+    const double seconds = std::chrono::duration<double>(t - last_).count();
+    phases_.push_back({std::move(name), seconds, std::move(note)});
     last_ = t;
+    return seconds;
   }
-  // A line under the previous phase: part of it, measured by the caller (not counted in the total).
-  void detail(std::string name, double seconds, std::string note = {}) {
-    phases_.push_back({"  " + std::move(name), seconds, std::move(note), true});
+  // Sets the note printed beside phase `name`.
+  void annotate(const std::string& name, std::string note) {
+    for (auto& p : phases_)
+      if (p.name == name) p.note = std::move(note);
   }
   double total() const {
     double s = 0;
-    for (const auto& p : phases_)
-      if (!p.detail) s += p.seconds;
+    for (const auto& p : phases_) s += p.seconds;
     return s;
   }
   void print(std::FILE* out) const {
@@ -42,7 +44,6 @@ class PhaseTimer {
     std::string name;
     double seconds;
     std::string note;
-    bool detail = false;
   };
   Clock::time_point last_;
   std::vector<Phase> phases_;

@@ -95,9 +95,12 @@ std::vector<T> from_bytes(const std::vector<std::byte>& b) {
   return v;
 }
 
-std::string mib(double bytes) {
+std::string bytes_text(double bytes) {
   char s[32];
-  std::snprintf(s, sizeof s, "%.1f MiB", bytes / (1 << 20));
+  if (bytes < (1 << 20))
+    std::snprintf(s, sizeof s, "%.1f KiB", bytes / 1024);
+  else
+    std::snprintf(s, sizeof s, "%.1f MiB", bytes / (1 << 20));
   return s;
 }
 
@@ -273,7 +276,7 @@ int sample_sort(Group& g, const Params& p) {
   for (int r = 0; r < n; ++r)
     if (granted[r].length > 0 && ep.net().revoke(granted[r]) != Status::kOk) throw std::runtime_error("revoke failed");
   g.barrier();
-  timer.end("exchange", mib(double(bytes_out)) + " stored by this rank");
+  timer.end("exchange", bytes_text(double(bytes_out)) + " stored by this rank");
 
   // --- local sort ---
   std::sort(mine.begin(), mine.end());
@@ -306,10 +309,10 @@ int sample_sort(Group& g, const Params& p) {
     most = std::max(most, r.after.count);
   }
   std::printf("sample_sort: %" PRIu64 " keys (%s) on %d processes, device %s, stores of %s\n", p.keys,
-              mib(double(p.keys) * 8).c_str(), n, p.device.empty() ? "(the first)" : p.device.c_str(), mib(double(p.chunk)).c_str());
+              bytes_text(double(p.keys) * 8).c_str(), n, p.device.empty() ? "(the first)" : p.device.c_str(), bytes_text(double(p.chunk)).c_str());
   timer.print(stdout);
   std::printf("  moved by store: %s in total; keys per rank after the sort: %" PRIu64 " to %" PRIu64 "\n",
-              mib(double(moved)).c_str(), least, most);
+              bytes_text(double(moved)).c_str(), least, most);
   const bool ok = check(reports, p.keys);
   std::fflush(stdout);
   return ok ? kExitOk : kExitWrong;
