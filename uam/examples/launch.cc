@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +59,21 @@ bool readable(int fd) {
   return ::poll(&p, 1, 0) > 0;
 }
 
+// --stats: one line of the endpoint's counters (uam, core, registration cache).
+void print_stats(const std::string& program, int rank, Endpoint& ep) {
+  const Stats& s = ep.stats();
+  const core::EndpointStats& c = ep.net().stats();
+  const core::RegistrationCacheStats r = ep.net().registration_stats();
+  std::fprintf(stderr,
+               "%s: rank %d: uam: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64 " stores, %" PRIu64
+               " gets sent; %" PRIu64 " handled; %" PRIu64 " credit messages, %" PRIu64 " keepalives; core: %" PRIu64
+               " sent, %" PRIu64 " received, %" PRIu64 " doorbells; registration cache: %" PRIu64 " hits, %" PRIu64
+               " misses, %" PRIu64 " evictions, peak %.1f MiB pinned\n",
+               program.c_str(), rank, s.requests_sent, s.replies_sent, s.stores_sent, s.gets_issued,
+               s.requests_handled, s.credit_messages, s.keepalives, c.sent, c.received, c.doorbells, r.hits, r.misses,
+               r.evictions, double(r.peak_pinned_bytes) / (1 << 20));
+}
+
 int worker(const LaunchConfig& cfg, int rank, int fd, const Work& work) {
   verbs::OobSocket parent(fd);
   try {
@@ -88,6 +104,7 @@ int worker(const LaunchConfig& cfg, int rank, int fd, const Work& work) {
     Group group(ep, rank, std::move(channels), cfg.timeout);
     const int code = work(group);
     group.quiesce();
+    if (cfg.print_stats) print_stats(cfg.program, rank, ep);
     std::fflush(stdout);
     parent.send_all("done " + std::to_string(code) + "\n", kLineTimeout);
     // Peers may still wait for our acks: serve them until every worker is done.

@@ -293,6 +293,7 @@ int main(int argc, char** argv) {
   opt.add("chunk", "1048576", "bytes per get (a multiple of 4096)");
   opt.add("timeout", "600", "seconds the whole run, and every wait in it, may take");
   opt.add("device", "", "RDMA device (default: $UNET_DEVICE, else the first)");
+  opt.add("stats", "0", "1: every rank prints its endpoint's counters to stderr at the end");
   opt.add("corrupt", "0", "test hook: 1 damages one entry of C, so verification must fail");
   try {
     if (!opt.parse(argc, argv)) return kExitOk;
@@ -307,6 +308,7 @@ int main(int argc, char** argv) {
     cfg.program = "matmul";
     cfg.procs = static_cast<int>(opt.u64("procs", 1, kMaxProcs));
     cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
+    cfg.print_stats = opt.u64("stats", 0, 1) == 1;
     // The registration cache holds the two buffers gets land in: at most two blocks of B.
     const std::uint64_t block = (p.n / cfg.procs + 1) * p.n * sizeof(double);
     cfg.net = LaunchConfig::endpoint_config(2 * block + 2 * p.chunk + (16u << 20));
