@@ -22,6 +22,7 @@
 //              greatest key; rank 0 checks the totals against the input's and that
 //              max(rank i) <= min(rank i+1)
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -224,6 +225,7 @@ int sample_sort(Group& g, const Params& p) {
   timer.end("partition");
 
   // --- exchange ---
+  const auto exchange_start = std::chrono::steady_clock::now();
   // 1. Bucket sizes, one request to each peer.
   for (int k = 1; k < n; ++k) {
     const int peer = (me + k) % n;
@@ -251,6 +253,7 @@ int sample_sort(Group& g, const Params& p) {
     g.request(peer, kWindow, words);
   }
   g.wait_until([&] { return windows_in == n - 1; }, "a window from every rank");
+  const auto stores_start = std::chrono::steady_clock::now();
 
   // 3. Store the buckets, chunk by chunk round the peers, so that every receiver is fed at once
   // and each channel's credit window keeps its stores flowing.
@@ -273,10 +276,18 @@ int sample_sort(Group& g, const Params& p) {
   g.wait_until([&] { return bytes_in == expect; }, "every rank's bucket for us");
   if (bytes_in != expect) throw std::runtime_error("more bytes arrived than announced");
   g.quiesce();  // our stores are acknowledged
+  const auto stores_end = std::chrono::steady_clock::now();
   for (int r = 0; r < n; ++r)
     if (granted[r].length > 0 && ep.net().revoke(granted[r]) != Status::kOk) throw std::runtime_error("revoke failed");
   g.barrier();
-  timer.end("exchange", bytes_text(double(bytes_out)) + " stored by this rank");
+  {
+    using S = std::chrono::duration<double>;
+    const double windows = S(stores_start - exchange_start).count(), stores = S(stores_end - stores_start).count();
+    char note[160];
+    std::snprintf(note, sizeof note, "rank 0: %.3f s sizes and windows, %.3f s storing %s (%.1f MiB/s)", windows,
+                  stores, bytes_text(double(bytes_out)).c_str(), stores > 0 ? double(bytes_out) / (1 << 20) / stores : 0.0);
+    timer.end("exchange", note);
+  }
 
   // --- local sort ---
   std::sort(mine.begin(), mine.end());
@@ -329,6 +340,7 @@ int main(int argc, char** argv) {
   opt.add("chunk", "1048576", "bytes per store (a multiple of 4096)");
   opt.add("timeout", "600", "seconds the whole run, and every wait in it, may take");
   opt.add("device", "", "RDMA device (default: $UNET_DEVICE, else the first)");
+  opt.add("stats", "0", "1: every rank prints its endpoint's counters to stderr at the end");
   opt.add("corrupt", "0", "test hook: 1 damages one key after the sort, so verification must fail");
   try {
     if (!opt.parse(argc, argv)) return kExitOk;
@@ -343,6 +355,7 @@ int main(int argc, char** argv) {
     cfg.program = "sample_sort";
     cfg.procs = static_cast<int>(opt.u64("procs", 1, kMaxProcs));
     cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
+    cfg.print_stats = opt.u64("stats", 0, 1) == 1;
     // The registration cache holds what a rank stores from: at most its share of the keys.
     const std::uint64_t share = (p.keys / cfg.procs + 1) * sizeof(std::uint64_t);
     cfg.net = LaunchConfig::endpoint_config(share + (cfg.procs + 2) * p.chunk + (64u << 20));
