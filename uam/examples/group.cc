@@ -17,7 +17,8 @@ std::string status_text(Status s) { return std::string(to_string(s)); }
 
 }  // namespace
 
-Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels, std::chrono::milliseconds timeout)
+Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels,
+             std::chrono::milliseconds timeout)
     : ep_(ep),
       rank_(rank),
       channels_(std::move(channels)),
@@ -31,10 +32,12 @@ Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels, std::chron
   }
   ep_.on_completion([this](ChannelId ch, std::uint64_t, Status s) {
     if (s != Status::kOk && failure_.empty())
-      failure_ = "an operation with rank " + std::to_string(rank_of(ch)) + " failed: " + status_text(s);
+      failure_ =
+          "an operation with rank " + std::to_string(rank_of(ch)) + " failed: " + status_text(s);
   });
   auto check = [](Status s) {
-    if (s != Status::kOk) throw std::logic_error("Group: handler registration refused: " + status_text(s));
+    if (s != Status::kOk)
+      throw std::logic_error("Group: handler registration refused: " + status_text(s));
   };
   check(ep_.on_request(kArrive, [this](Token&, const Message&) {
     ++arrivals_;
@@ -45,19 +48,22 @@ Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels, std::chron
     return Disposition::kDone;
   }));
   check(ep_.on_request(kMail, [this](Token&, const Message& m) {
-    deliver(rank_of(m.channel), static_cast<std::uint32_t>(m.args[0]), m.args[1], m.args[2], m.payload);
+    deliver(rank_of(m.channel), static_cast<std::uint32_t>(m.args[0]), m.args[1], m.args[2],
+            m.payload);
     return Disposition::kDone;
   }));
 }
 
 void Group::on_request(HandlerId id, RequestHandler fn) {
-  if (id >= kFirstGroupHandler) throw std::invalid_argument("handler id " + std::to_string(id) + " is the group's");
+  if (id >= kFirstGroupHandler)
+    throw std::invalid_argument("handler id " + std::to_string(id) + " is the group's");
   if (Status s = ep_.on_request(id, std::move(fn)); s != Status::kOk)
     throw std::logic_error("request handler " + std::to_string(id) + " refused: " + status_text(s));
 }
 
 void Group::on_reply(HandlerId id, ReplyHandler fn) {
-  if (id >= kFirstGroupHandler) throw std::invalid_argument("handler id " + std::to_string(id) + " is the group's");
+  if (id >= kFirstGroupHandler)
+    throw std::invalid_argument("handler id " + std::to_string(id) + " is the group's");
   if (Status s = ep_.on_reply(id, std::move(fn)); s != Status::kOk)
     throw std::logic_error("reply handler " + std::to_string(id) + " refused: " + status_text(s));
 }
@@ -86,8 +92,8 @@ void Group::check_failure() const {
 }
 
 void Group::timed_out(std::string_view what) const {
-  throw std::runtime_error("timed out after " + std::to_string(timeout_.count() / 1000) + " s waiting for " +
-                           std::string(what));
+  throw std::runtime_error("timed out after " + std::to_string(timeout_.count() / 1000) +
+                           " s waiting for " + std::string(what));
 }
 
 void Group::quiesce() {
@@ -108,7 +114,8 @@ void Group::retry(const Attempt& attempt, const char* op, int peer) {
     const Status s = attempt();
     if (s == Status::kOk) return;
     if (s != Status::kNoResource)
-      throw std::runtime_error(std::string(op) + " to rank " + std::to_string(peer) + " refused: " + status_text(s));
+      throw std::runtime_error(std::string(op) + " to rank " + std::to_string(peer) +
+                               " refused: " + status_text(s));
     progress();  // back-pressure: credits, send-queue room or pinned bytes come back with progress
     if (core::CycleClock::now() > deadline) timed_out(std::string("room for a ") + op);
   }
@@ -120,17 +127,22 @@ void Group::request(int peer, HandlerId handler, std::span<const std::uint64_t> 
   retry([&] { return ep_.request(ch, handler, args, payload); }, "request", peer);
 }
 
-void Group::store(int peer, std::span<const std::byte> local, const core::RemoteToken& remote, std::uint64_t offset,
-                  HandlerId handler, std::span<const std::uint64_t> args) {
+void Group::store(int peer, std::span<const std::byte> local, const core::RemoteToken& remote,
+                  std::uint64_t offset, HandlerId handler, std::span<const std::uint64_t> args) {
   const ChannelId ch = channel(peer);
-  retry([&] { return ep_.store(ch, local.data(), local.size(), remote, offset, handler, args); }, "store", peer);
+  retry([&] { return ep_.store(ch, local.data(), local.size(), remote, offset, handler, args); },
+        "store", peer);
 }
 
-void Group::get(int peer, const core::RemoteToken& remote, std::uint64_t offset, std::span<std::byte> local,
-                HandlerId handler, std::span<const std::uint64_t> args, std::uint64_t cookie) {
+void Group::get(int peer, const core::RemoteToken& remote, std::uint64_t offset,
+                std::span<std::byte> local, HandlerId handler, std::span<const std::uint64_t> args,
+                std::uint64_t cookie) {
   const ChannelId ch = channel(peer);
-  retry([&] { return ep_.get(ch, remote, offset, local.data(), local.size(), handler, args, cookie); }, "get",
-        peer);
+  retry(
+      [&] {
+        return ep_.get(ch, remote, offset, local.data(), local.size(), handler, args, cookie);
+      },
+      "get", peer);
 }
 
 void Group::barrier() {

@@ -69,10 +69,11 @@ class Group {
   void request(int peer, HandlerId handler, std::span<const std::uint64_t> args,
                std::span<const std::byte> payload = {});
   // `local` must stay untouched until the store completes (quiesce()).
-  void store(int peer, std::span<const std::byte> local, const core::RemoteToken& remote, std::uint64_t offset,
-             HandlerId handler, std::span<const std::uint64_t> args = {});
-  void get(int peer, const core::RemoteToken& remote, std::uint64_t offset, std::span<std::byte> local,
-           HandlerId handler, std::span<const std::uint64_t> args = {}, std::uint64_t cookie = 0);
+  void store(int peer, std::span<const std::byte> local, const core::RemoteToken& remote,
+             std::uint64_t offset, HandlerId handler, std::span<const std::uint64_t> args = {});
+  void get(int peer, const core::RemoteToken& remote, std::uint64_t offset,
+           std::span<std::byte> local, HandlerId handler, std::span<const std::uint64_t> args = {},
+           std::uint64_t cookie = 0);
 
   // --- collectives, all by requests ---
   // Every rank arrives at rank 0, which then releases every rank.

@@ -36,7 +36,8 @@ using std::chrono::milliseconds;
 constexpr std::uint32_t kFreeQueueDepth = 256;
 constexpr std::uint32_t kWindow = CreditWindow::kDefaultWindow;
 constexpr std::uint32_t kPerChannel = 2 * kWindow + (kWindow + 1) / 2 + 2;
-static_assert((kMaxProcs - 1) * kPerChannel + std::min<std::uint32_t>(kFreeQueueDepth / 8, 32) <= kFreeQueueDepth,
+static_assert((kMaxProcs - 1) * kPerChannel + std::min<std::uint32_t>(kFreeQueueDepth / 8, 32) <=
+                  kFreeQueueDepth,
               "the free queue cannot carry a full mesh of kMaxProcs");
 constexpr milliseconds kLineTimeout{10000};  // one line between a worker and the parent
 constexpr std::size_t kMaxLine = 512;
@@ -65,13 +66,14 @@ void print_stats(const std::string& program, int rank, Endpoint& ep) {
   const core::EndpointStats& c = ep.net().stats();
   const core::RegistrationCacheStats r = ep.net().registration_stats();
   std::fprintf(stderr,
-               "%s: rank %d: uam: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64 " stores, %" PRIu64
-               " gets sent; %" PRIu64 " handled; %" PRIu64 " credit messages, %" PRIu64 " keepalives; core: %" PRIu64
-               " sent, %" PRIu64 " received, %" PRIu64 " doorbells; registration cache: %" PRIu64 " hits, %" PRIu64
+               "%s: rank %d: uam: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64
+               " stores, %" PRIu64 " gets sent; %" PRIu64 " handled; %" PRIu64
+               " credit messages, %" PRIu64 " keepalives; core: %" PRIu64 " sent, %" PRIu64
+               " received, %" PRIu64 " doorbells; registration cache: %" PRIu64 " hits, %" PRIu64
                " misses, %" PRIu64 " evictions, peak %.1f MiB pinned\n",
                program.c_str(), rank, s.requests_sent, s.replies_sent, s.stores_sent, s.gets_issued,
-               s.requests_handled, s.credit_messages, s.keepalives, c.sent, c.received, c.doorbells, r.hits, r.misses,
-               r.evictions, double(r.peak_pinned_bytes) / (1 << 20));
+               s.requests_handled, s.credit_messages, s.keepalives, c.sent, c.received, c.doorbells,
+               r.hits, r.misses, r.evictions, double(r.peak_pinned_bytes) / (1 << 20));
 }
 
 int worker(const LaunchConfig& cfg, int rank, int fd, const Work& work) {
@@ -93,13 +95,14 @@ int worker(const LaunchConfig& cfg, int rank, int fd, const Work& work) {
       const std::string line = parent.recv_line(cfg.timeout, kMaxLine);
       const int peer = std::atoi(line.c_str());
       const auto space = line.find(' ');
-      if (space == std::string::npos || peer < 0 || peer >= cfg.procs || peer == rank || !offers[peer] ||
-          channels[peer] != core::kNoChannel)
+      if (space == std::string::npos || peer < 0 || peer >= cfg.procs || peer == rank ||
+          !offers[peer] || channels[peer] != core::kNoChannel)
         throw std::runtime_error("bad channel offer from the launcher: '" + line + "'");
       channels[peer] = ep.accept_offer(*offers[peer], std::string_view(line).substr(space + 1));
     }
     parent.send_all("ready\n", kLineTimeout);
-    if (parent.recv_line(cfg.timeout, kMaxLine) != "go") throw std::runtime_error("the launcher did not say go");
+    if (parent.recv_line(cfg.timeout, kMaxLine) != "go")
+      throw std::runtime_error("the launcher did not say go");
 
     Group group(ep, rank, std::move(channels), cfg.timeout);
     const int code = work(group);
@@ -109,7 +112,8 @@ int worker(const LaunchConfig& cfg, int rank, int fd, const Work& work) {
     parent.send_all("done " + std::to_string(code) + "\n", kLineTimeout);
     // Peers may still wait for our acks: serve them until every worker is done.
     group.wait_until([&] { return readable(parent.fd()); }, "the other workers to finish");
-    if (parent.recv_line(kLineTimeout, kMaxLine) != "exit") throw std::runtime_error("the launcher did not say exit");
+    if (parent.recv_line(kLineTimeout, kMaxLine) != "exit")
+      throw std::runtime_error("the launcher did not say exit");
     return code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: rank %d: %s\n", cfg.program.c_str(), rank, e.what());
@@ -133,7 +137,8 @@ struct Child {
 
 std::string describe(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
+  if (WIFSIGNALED(status))
+    return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
   return "stopped";
 }
 
@@ -146,8 +151,9 @@ class Parent {
   bool run() {
     const auto deadline = Clock::now() + cfg_.timeout;
     while (!all([](const Child& c) { return c.done; })) {
-      if (Clock::now() > deadline) return fail("timed out after " + std::to_string(cfg_.timeout.count() / 1000) +
-                                               " s" + waiting_for());
+      if (Clock::now() > deadline)
+        return fail("timed out after " + std::to_string(cfg_.timeout.count() / 1000) + " s" +
+                    waiting_for());
       std::vector<pollfd> fds;
       std::vector<int> who;
       for (int r = 0; r < cfg_.procs; ++r)
@@ -155,7 +161,8 @@ class Parent {
           fds.push_back({kids_[r].sock->fd(), POLLIN, 0});
           who.push_back(r);
         }
-      if (::poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) return fail("poll: " + std::string(strerror(errno)));
+      if (::poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR)
+        return fail("poll: " + std::string(strerror(errno)));
       for (std::size_t i = 0; i < fds.size(); ++i)
         if (fds[i].revents && !read_from(who[i])) return false;
       if (!reap_some()) return false;
@@ -188,7 +195,9 @@ class Parent {
     Child& c = kids_[r];
     char buf[4096];
     const ssize_t n = ::recv(c.sock->fd(), buf, sizeof buf, 0);
-    if (n < 0) return errno == EAGAIN || errno == EINTR ? true : fail("recv: " + std::string(strerror(errno)));
+    if (n < 0)
+      return errno == EAGAIN || errno == EINTR ? true
+                                               : fail("recv: " + std::string(strerror(errno)));
     if (n == 0) {
       c.eof = true;  // it exited or is exiting: reap_some() says how
       return true;
@@ -199,7 +208,8 @@ class Parent {
       c.in.erase(0, nl + 1);
       if (!handle(r, line)) return false;
     }
-    if (c.in.size() > kMaxLine) return fail("rank " + std::to_string(r) + " wrote an overlong line");
+    if (c.in.size() > kMaxLine)
+      return fail("rank " + std::to_string(r) + " wrote an overlong line");
     return true;
   }
 
@@ -208,10 +218,12 @@ class Parent {
     if (c.offers + 1 < cfg_.procs) {  // "<peer> <offer>"
       const int peer = std::atoi(line.c_str());
       const auto space = line.find(' ');
-      if (space == std::string::npos || peer < 0 || peer >= cfg_.procs || peer == r || !offers_[r][peer].empty())
+      if (space == std::string::npos || peer < 0 || peer >= cfg_.procs || peer == r ||
+          !offers_[r][peer].empty())
         return fail("rank " + std::to_string(r) + " sent a bad offer line: '" + line + "'");
       offers_[r][peer] = line.substr(space + 1);
-      if (++c.offers + 1 == cfg_.procs && all([&](const Child& k) { return k.offers + 1 == cfg_.procs; }))
+      if (++c.offers + 1 == cfg_.procs &&
+          all([&](const Child& k) { return k.offers + 1 == cfg_.procs; }))
         forward_offers();
     } else if (line == "ready" && !c.ready) {
       c.ready = true;
@@ -240,7 +252,8 @@ class Parent {
       Child& c = kids_[r];
       if (c.reaped || ::waitpid(c.pid, &c.status, WNOHANG) != c.pid) continue;
       c.reaped = true;
-      if (!c.done) return fail("rank " + std::to_string(r) + " " + describe(c.status) + " before finishing");
+      if (!c.done)
+        return fail("rank " + std::to_string(r) + " " + describe(c.status) + " before finishing");
     }
     return true;
   }
@@ -314,7 +327,8 @@ int launch(const LaunchConfig& cfg, const Work& work) {
   std::vector<int> child_ends(cfg.procs, -1);
   for (int r = 0; r < cfg.procs; ++r) {
     int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) verbs::throw_error("socketpair", "launcher", errno);
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      verbs::throw_error("socketpair", "launcher", errno);
     kids[r].sock.emplace(sv[0]);
     child_ends[r] = sv[1];
   }
@@ -358,7 +372,9 @@ int launch(const LaunchConfig& cfg, const Work& work) {
     std::fprintf(stderr, "%s: %s\n", cfg.program.c_str(), e.what());
   }
   if (!ok) {
-    if (!parent.why().empty()) std::fprintf(stderr, "%s: %s; stopping the workers\n", cfg.program.c_str(), parent.why().c_str());
+    if (!parent.why().empty())
+      std::fprintf(stderr, "%s: %s; stopping the workers\n", cfg.program.c_str(),
+                   parent.why().c_str());
     for (auto& c : kids)
       if (!c.reaped) ::kill(c.pid, SIGTERM);
     reap_all(kids, milliseconds(3000));

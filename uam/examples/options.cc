@@ -21,7 +21,8 @@ bool Options::parse(int argc, char** argv) {
       print_usage();
       return false;
     }
-    if (!arg.starts_with("--")) throw std::invalid_argument("unexpected argument '" + std::string(arg) + "'");
+    if (!arg.starts_with("--"))
+      throw std::invalid_argument("unexpected argument '" + std::string(arg) + "'");
     arg.remove_prefix(2);
     std::string name, value;
     if (auto eq = arg.find('='); eq != std::string_view::npos) {
@@ -54,8 +55,8 @@ std::uint64_t Options::u64(const std::string& name, std::uint64_t min, std::uint
   errno = 0;
   const unsigned long long n = std::strtoull(v.c_str(), &end, 0);
   if (v.empty() || v[0] == '-' || *end != '\0' || errno == ERANGE || n < min || n > max)
-    throw std::invalid_argument("--" + name + " must be a number in [" + std::to_string(min) + ", " +
-                                std::to_string(max) + "], not '" + v + "'");
+    throw std::invalid_argument("--" + name + " must be a number in [" + std::to_string(min) +
+                                ", " + std::to_string(max) + "], not '" + v + "'");
   return n;
 }
 

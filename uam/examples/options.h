@@ -22,7 +22,8 @@ class Options {
 
   const std::string& str(const std::string& name) const;
   // Throws std::invalid_argument when the value is not a number in [min, max].
-  std::uint64_t u64(const std::string& name, std::uint64_t min = 0, std::uint64_t max = UINT64_MAX) const;
+  std::uint64_t u64(const std::string& name, std::uint64_t min = 0,
+                    std::uint64_t max = UINT64_MAX) const;
 
  private:
   struct Flag {

@@ -1,4 +1,5 @@
-// PhaseTimer: wall-clock time per named phase, printed as the examples' breakdown.
+// PhaseTimer: wall-clock time per named phase, printed as the examples' breakdown; bytes_text()
+// for the sizes beside it.
 #pragma once
 
 #include <chrono>
@@ -7,6 +8,16 @@
 #include <vector>
 
 namespace unet::uam::examples {
+
+// "512.0 KiB", "16.0 MiB".
+inline std::string bytes_text(double bytes) {
+  char s[32];
+  if (bytes < (1 << 20))
+    std::snprintf(s, sizeof s, "%.1f KiB", bytes / 1024);
+  else
+    std::snprintf(s, sizeof s, "%.1f MiB", bytes / (1 << 20));
+  return s;
+}
 
 class PhaseTimer {
  public:
@@ -25,6 +36,12 @@ class PhaseTimer {
     for (auto& p : phases_)
       if (p.name == name) p.note = std::move(note);
   }
+  // The seconds of phase `name` (0 if there is none).
+  double seconds(const std::string& name) const {
+    for (const auto& p : phases_)
+      if (p.name == name) return p.seconds;
+    return 0;
+  }
   double total() const {
     double s = 0;
     for (const auto& p : phases_) s += p.seconds;
@@ -33,8 +50,8 @@ class PhaseTimer {
   void print(std::FILE* out) const {
     std::fprintf(out, "  %-14s %10s\n", "phase", "seconds");
     for (const auto& p : phases_)
-      std::fprintf(out, "  %-14s %10.3f%s%s\n", p.name.c_str(), p.seconds, p.note.empty() ? "" : "   ",
-                   p.note.c_str());
+      std::fprintf(out, "  %-14s %10.3f%s%s\n", p.name.c_str(), p.seconds,
+                   p.note.empty() ? "" : "   ", p.note.c_str());
     std::fprintf(out, "  %-14s %10.3f\n", "total", total());
   }
 

@@ -35,6 +35,7 @@
 #include "options.h"
 #include "page_buffer.h"
 #include "phase_timer.h"
+#include "splitmix64.h"
 
 using namespace unet;
 using namespace unet::uam;
@@ -54,13 +55,6 @@ struct Params {
   bool corrupt = false;       // test hook: damage one key after the sort
   std::string device;         // for the report
 };
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 struct Checksum {
   std::uint64_t count = 0, sum = 0, xor_all = 0;
@@ -86,8 +80,8 @@ struct Report {
 };
 
 template <class T>
-std::span<const std::byte> bytes_of(std::span<const T> v) {
-  return std::as_bytes(v);
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span<const T>(v));
 }
 template <class T>
 std::vector<T> from_bytes(const std::vector<std::byte>& b) {
@@ -96,13 +90,8 @@ std::vector<T> from_bytes(const std::vector<std::byte>& b) {
   return v;
 }
 
-std::string bytes_text(double bytes) {
-  char s[32];
-  if (bytes < (1 << 20))
-    std::snprintf(s, sizeof s, "%.1f KiB", bytes / 1024);
-  else
-    std::snprintf(s, sizeof s, "%.1f MiB", bytes / (1 << 20));
-  return s;
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
 }
 
 // Rank 0: the verdict over every rank's report. Prints what is wrong; true when all is right.
@@ -120,8 +109,9 @@ bool check(const std::vector<Report>& reports, std::uint64_t keys) {
     }
     if (rep.after.count == 0) continue;
     if (have_prev && prev_max > rep.min) {
-      std::printf("FAILED: rank %zu's least key %#" PRIx64 " is below the greatest key before it %#" PRIx64 "\n", r,
-                  rep.min, prev_max);
+      std::printf("FAILED: rank %zu's least key %#" PRIx64
+                  " is below the greatest key before it %#" PRIx64 "\n",
+                  r, rep.min, prev_max);
       ok = false;
     }
     prev_max = rep.max;
@@ -132,207 +122,250 @@ bool check(const std::vector<Report>& reports, std::uint64_t keys) {
     ok = false;
   }
   if (!(after == before)) {
-    std::printf("FAILED: before the sort %" PRIu64 " keys, sum %#" PRIx64 ", xor %#" PRIx64 "; after it %" PRIu64
-                " keys, sum %#" PRIx64 ", xor %#" PRIx64 "\n",
+    std::printf("FAILED: before the sort %" PRIu64 " keys, sum %#" PRIx64 ", xor %#" PRIx64
+                "; after it %" PRIu64 " keys, sum %#" PRIx64 ", xor %#" PRIx64 "\n",
                 before.count, before.sum, before.xor_all, after.count, after.sum, after.xor_all);
     ok = false;
   }
   if (ok)
-    std::printf("verified: %" PRIu64 " keys in order across %zu ranks; count, sum %#" PRIx64 " and xor %#" PRIx64
-                " as generated\n",
+    std::printf("verified: %" PRIu64 " keys in order across %zu ranks; count, sum %#" PRIx64
+                " and xor %#" PRIx64 " as generated\n",
                 after.count, reports.size(), after.sum, after.xor_all);
   return ok;
 }
 
-int sample_sort(Group& g, const Params& p) {
-  const int n = g.size(), me = g.rank();
-  Endpoint& ep = g.endpoint();
-  PhaseTimer timer;
-
-  // The handlers first: a peer may send as soon as it leaves the first barrier, and a request for
-  // a handler not yet registered fails (kNotFound at the sender).
-  std::vector<std::uint64_t> incoming(n, 0);  // bucket sizes, by sender
-  std::vector<core::RemoteToken> window(n);   // where to store, by receiver
-  int sizes_in = 0, windows_in = 0;
-  std::uint64_t bytes_in = 0;
-  g.on_request(kBucketSize, [&](Token&, const Message& m) {
-    incoming[g.rank_of(m.channel)] = m.args[0];
-    ++sizes_in;
-    return Disposition::kDone;
-  });
-  g.on_request(kWindow, [&](Token&, const Message& m) {
-    window[g.rank_of(m.channel)] = Group::token(m.args);
-    ++windows_in;
-    return Disposition::kDone;
-  });
-  g.on_request(kStored, [&](Token&, const Message& m) {
-    bytes_in += m.bulk_length;  // the data is in place when this runs
-    return Disposition::kDone;
-  });
-
-  // --- generate ---
-  const std::uint64_t first = p.keys * me / n, count = p.keys * (me + 1) / n - first;
-  std::vector<std::uint64_t> keys(count);
-  Checksum before;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    keys[i] = splitmix64(p.seed * 0x9e3779b97f4a7c15ull + first + i);
-    before.add(keys[i]);
+// One rank of the sort: the phases in order, and what they hand each other.
+class SampleSort {
+ public:
+  // Registers the handlers before anything is sent: a peer may send as soon as it leaves the
+  // first barrier, and a request for a handler not yet registered fails (kNotFound at the sender).
+  SampleSort(Group& g, const Params& p)
+      : g_(g), p_(p), n_(g.size()), me_(g.rank()), incoming_(n_, 0), window_(n_) {
+    g_.on_request(kBucketSize, [this](Token&, const Message& m) {
+      incoming_[g_.rank_of(m.channel)] = m.args[0];
+      ++sizes_in_;
+      return Disposition::kDone;
+    });
+    g_.on_request(kWindow, [this](Token&, const Message& m) {
+      window_[g_.rank_of(m.channel)] = Group::token(m.args);
+      ++windows_in_;
+      return Disposition::kDone;
+    });
+    g_.on_request(kStored, [this](Token&, const Message& m) {
+      bytes_in_ += m.bulk_length;  // the data is in place when this runs
+      return Disposition::kDone;
+    });
   }
-  g.barrier();
-  timer.end("generate");
 
-  // --- sample: S keys from each rank to rank 0; N-1 splitters back ---
-  std::vector<std::uint64_t> samples;
-  for (std::uint64_t i = 0; i < p.samples && count > 0; ++i)
-    samples.push_back(keys[splitmix64(p.seed ^ (std::uint64_t(me) << 40) ^ i) % count]);
-  g.send(0, kTagSamples, bytes_of(std::span<const std::uint64_t>(samples)));
-  if (me == 0) {
-    std::vector<std::uint64_t> all;
-    for (int r = 0; r < n; ++r) {
-      auto s = from_bytes<std::uint64_t>(g.recv(r, kTagSamples));
-      all.insert(all.end(), s.begin(), s.end());
+  // Each phase ends at a barrier, so that rank 0's clock times the slowest rank.
+  int run() {
+    generate();
+    phase_done("generate");
+    sample();
+    phase_done("sample");
+    partition();
+    phase_done("partition");
+    exchange();
+    phase_done("exchange");
+    std::sort(mine_.begin(), mine_.end());
+    if (p_.corrupt && me_ == n_ - 1 && mine_.size() > 0) mine_[mine_.size() / 2] ^= 1;
+    phase_done("local sort");
+    return verify();
+  }
+
+ private:
+  void phase_done(const char* name) {
+    g_.barrier();
+    timer_.end(name);
+  }
+
+  // Key i of the whole input is splitmix64(seed' + i): this rank makes its share.
+  void generate() {
+    const std::uint64_t first = p_.keys * me_ / n_;
+    keys_.resize(p_.keys * (me_ + 1) / n_ - first);
+    for (std::uint64_t i = 0; i < keys_.size(); ++i) {
+      keys_[i] = splitmix64(p_.seed * 0x9e3779b97f4a7c15ull + first + i);
+      before_.add(keys_[i]);
     }
-    std::sort(all.begin(), all.end());
-    std::vector<std::uint64_t> split;
-    for (int j = 1; j < n; ++j) split.push_back(all.empty() ? 0 : all[all.size() * j / n]);
-    for (int r = 0; r < n; ++r) g.send(r, kTagSplitters, bytes_of(std::span<const std::uint64_t>(split)));
   }
-  const auto splitters = from_bytes<std::uint64_t>(g.recv(0, kTagSplitters));
-  if (splitters.size() != static_cast<std::size_t>(n - 1)) throw std::runtime_error("wrong number of splitters");
-  g.barrier();
-  timer.end("sample");
 
-  // --- partition: bucket b holds the keys in [splitter b-1, splitter b) ---
-  std::vector<std::uint8_t> dest(count);
-  std::vector<std::uint64_t> size(n, 0);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    dest[i] = static_cast<std::uint8_t>(std::upper_bound(splitters.begin(), splitters.end(), keys[i]) -
-                                        splitters.begin());
-    ++size[dest[i]];
-  }
-  // Each bucket starts on a page of its own, so its page-aligned chunks register apart.
-  constexpr std::uint64_t kKeysPerPage = kPageBytes / sizeof(std::uint64_t);
-  std::vector<std::uint64_t> start(n + 1, 0);
-  for (int b = 0; b < n; ++b) start[b + 1] = start[b] + (size[b] + kKeysPerPage - 1) / kKeysPerPage * kKeysPerPage;
-  PageBuffer<std::uint64_t> parted(start[n]);  // stored from: kept until the program returns
-  {
-    std::vector<std::uint64_t> at(start.begin(), start.end() - 1);
-    for (std::uint64_t i = 0; i < count; ++i) parted[at[dest[i]]++] = keys[i];
-  }
-  std::vector<std::uint64_t>().swap(keys);
-  std::vector<std::uint8_t>().swap(dest);
-  g.barrier();
-  timer.end("partition");
-
-  // --- exchange ---
-  const auto exchange_start = std::chrono::steady_clock::now();
-  // 1. Bucket sizes, one request to each peer.
-  for (int k = 1; k < n; ++k) {
-    const int peer = (me + k) % n;
-    const std::uint64_t words[1] = {size[peer]};
-    g.request(peer, kBucketSize, words);
-  }
-  incoming[me] = size[me];
-  g.wait_until([&] { return sizes_in == n - 1; }, "the bucket sizes of every rank");
-
-  // 2. One receive array, in rank order; each sender gets a window over exactly its part.
-  std::vector<std::uint64_t> offset(n + 1, 0);
-  for (int r = 0; r < n; ++r) offset[r + 1] = offset[r] + incoming[r];
-  PageBuffer<std::uint64_t> mine(offset[n]);
-  std::copy_n(parted.data() + start[me], size[me], mine.data() + offset[me]);
-  std::vector<core::RemoteToken> granted(n);
-  for (int k = 1; k < n; ++k) {
-    const int peer = (me + k) % n;
-    if (incoming[peer] > 0) {
-      const Status s = ep.net().grant(mine.data() + offset[peer], incoming[peer] * sizeof(std::uint64_t),
-                                      core::kRemoteWrite, granted[peer]);
-      if (s != Status::kOk) throw std::runtime_error("grant for rank " + std::to_string(peer) + ": " +
-                                                     std::string(to_string(s)));
+  // S random keys of each rank go to rank 0 (requests); rank 0 sorts them and sends every rank
+  // the N-1 splitters (requests).
+  void sample() {
+    std::vector<std::uint64_t> samples;
+    const std::uint64_t count = keys_.size();
+    for (std::uint64_t i = 0; i < p_.samples && count > 0; ++i)
+      samples.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
+    g_.send(0, kTagSamples, bytes_of(samples));
+    if (me_ == 0) {
+      std::vector<std::uint64_t> all;
+      for (int r = 0; r < n_; ++r) {
+        const auto s = from_bytes<std::uint64_t>(g_.recv(r, kTagSamples));
+        all.insert(all.end(), s.begin(), s.end());
+      }
+      std::sort(all.begin(), all.end());
+      std::vector<std::uint64_t> split;
+      for (int j = 1; j < n_; ++j) split.push_back(all.empty() ? 0 : all[all.size() * j / n_]);
+      for (int r = 0; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(split));
     }
-    const auto words = Group::words(granted[peer]);  // length 0: nothing to store
-    g.request(peer, kWindow, words);
+    splitters_ = from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters));
+    if (splitters_.size() != static_cast<std::size_t>(n_ - 1))
+      throw std::runtime_error("wrong number of splitters");
   }
-  g.wait_until([&] { return windows_in == n - 1; }, "a window from every rank");
-  const auto stores_start = std::chrono::steady_clock::now();
 
-  // 3. Store the buckets, chunk by chunk round the peers, so that every receiver is fed at once
-  // and each channel's credit window keeps its stores flowing.
-  const std::uint64_t expect = (offset[n] - incoming[me]) * sizeof(std::uint64_t);
-  std::uint64_t bytes_out = 0;
-  for (std::uint64_t at = 0;; at += p.chunk) {
-    bool more = false;
-    for (int k = 1; k < n; ++k) {
-      const int peer = (me + k) % n;
-      const std::uint64_t len = size[peer] * sizeof(std::uint64_t);
-      if (at >= len) continue;
-      if (window[peer].length != len) throw std::runtime_error("rank " + std::to_string(peer) + "'s window is wrong");
-      const auto bucket = std::as_bytes(std::span<const std::uint64_t>(parted.data() + start[peer], size[peer]));
-      g.store(peer, bucket.subspan(at, std::min(p.chunk, len - at)), window[peer], at, kStored);
-      bytes_out += std::min(p.chunk, len - at);
-      more = true;
+  // Bucket b gets the keys in [splitter b-1, splitter b): rank b's range. Each bucket starts on a
+  // page of its own, so the page-aligned chunks it is stored in register apart.
+  void partition() {
+    std::vector<std::uint8_t> dest(keys_.size());
+    size_.assign(n_, 0);
+    for (std::uint64_t i = 0; i < keys_.size(); ++i) {
+      dest[i] = static_cast<std::uint8_t>(
+          std::upper_bound(splitters_.begin(), splitters_.end(), keys_[i]) - splitters_.begin());
+      ++size_[dest[i]];
     }
-    if (!more) break;
+    constexpr std::uint64_t kKeysPerPage = kPageBytes / sizeof(std::uint64_t);
+    start_.assign(n_ + 1, 0);
+    for (int b = 0; b < n_; ++b)
+      start_[b + 1] = start_[b] + (size_[b] + kKeysPerPage - 1) / kKeysPerPage * kKeysPerPage;
+    parted_ = PageBuffer<std::uint64_t>(start_[n_]);
+    std::vector<std::uint64_t> at(start_.begin(), start_.end() - 1);
+    for (std::uint64_t i = 0; i < keys_.size(); ++i) parted_[at[dest[i]]++] = keys_[i];
+    std::vector<std::uint64_t>().swap(keys_);
   }
-  g.wait_until([&] { return bytes_in == expect; }, "every rank's bucket for us");
-  if (bytes_in != expect) throw std::runtime_error("more bytes arrived than announced");
-  g.quiesce();  // our stores are acknowledged
-  const auto stores_end = std::chrono::steady_clock::now();
-  for (int r = 0; r < n; ++r)
-    if (granted[r].length > 0 && ep.net().revoke(granted[r]) != Status::kOk) throw std::runtime_error("revoke failed");
-  g.barrier();
-  {
-    using S = std::chrono::duration<double>;
-    const double windows = S(stores_start - exchange_start).count(), stores = S(stores_end - stores_start).count();
+
+  // Sizes, then windows, then the stores themselves.
+  void exchange() {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    // 1. How many keys we have for each peer: one request each.
+    for (int k = 1; k < n_; ++k) {
+      const int peer = (me_ + k) % n_;
+      const std::uint64_t words[1] = {size_[peer]};
+      g_.request(peer, kBucketSize, words);
+    }
+    incoming_[me_] = size_[me_];
+    g_.wait_until([&] { return sizes_in_ == n_ - 1; }, "the bucket sizes of every rank");
+
+    // 2. One receive array, in rank order; each sender gets a window over exactly its part.
+    std::vector<std::uint64_t> offset(n_ + 1, 0);
+    for (int r = 0; r < n_; ++r) offset[r + 1] = offset[r] + incoming_[r];
+    mine_ = PageBuffer<std::uint64_t>(offset[n_]);
+    std::copy_n(parted_.data() + start_[me_], size_[me_], mine_.data() + offset[me_]);
+    std::vector<core::RemoteToken> granted(n_);
+    for (int k = 1; k < n_; ++k) {
+      const int peer = (me_ + k) % n_;
+      if (incoming_[peer] > 0) {
+        const Status s = g_.endpoint().net().grant(mine_.data() + offset[peer],
+                                                   incoming_[peer] * sizeof(std::uint64_t),
+                                                   core::kRemoteWrite, granted[peer]);
+        if (s != Status::kOk)
+          throw std::runtime_error("grant for rank " + std::to_string(peer) + ": " +
+                                   std::string(to_string(s)));
+      }
+      g_.request(peer, kWindow, Group::words(granted[peer]));  // length 0: nothing to store
+    }
+    g_.wait_until([&] { return windows_in_ == n_ - 1; }, "a window from every rank");
+    const auto t1 = Clock::now();
+
+    // 3. The buckets, chunk by chunk round the peers, so that every receiver is fed at once and
+    // each channel's credit window keeps its stores flowing.
+    const std::uint64_t expect = (offset[n_] - incoming_[me_]) * sizeof(std::uint64_t);
+    std::uint64_t out = 0;
+    for (std::uint64_t at = 0;; at += p_.chunk) {
+      bool more = false;
+      for (int k = 1; k < n_; ++k) {
+        const int peer = (me_ + k) % n_;
+        const std::uint64_t len = size_[peer] * sizeof(std::uint64_t);
+        if (at >= len) continue;
+        if (window_[peer].length != len)
+          throw std::runtime_error("rank " + std::to_string(peer) + "'s window is wrong");
+        const auto bucket = std::as_bytes(
+            std::span<const std::uint64_t>(parted_.data() + start_[peer], size_[peer]));
+        const std::uint64_t piece = std::min(p_.chunk, len - at);
+        g_.store(peer, bucket.subspan(at, piece), window_[peer], at, kStored);
+        out += piece;
+        more = true;
+      }
+      if (!more) break;
+    }
+    g_.wait_until([&] { return bytes_in_ >= expect; }, "every rank's bucket for us");
+    if (bytes_in_ != expect) throw std::runtime_error("more bytes arrived than announced");
+    g_.quiesce();  // our stores are acknowledged
+    const auto t2 = Clock::now();
+    for (int r = 0; r < n_; ++r)
+      if (granted[r].length > 0 && g_.endpoint().net().revoke(granted[r]) != Status::kOk)
+        throw std::runtime_error("revoke failed");
     char note[160];
-    std::snprintf(note, sizeof note, "rank 0: %.3f s sizes and windows, %.3f s storing %s (%.1f MiB/s)", windows,
-                  stores, bytes_text(double(bytes_out)).c_str(), stores > 0 ? double(bytes_out) / (1 << 20) / stores : 0.0);
-    timer.end("exchange", note);
+    std::snprintf(note, sizeof note,
+                  "rank 0: %.3f s sizes and windows, %.3f s storing %s (%.1f MiB/s)",
+                  seconds(t1 - t0), seconds(t2 - t1), bytes_text(double(out)).c_str(),
+                  t2 > t1 ? double(out) / (1 << 20) / seconds(t2 - t1) : 0.0);
+    exchange_note_ = note;
   }
 
-  // --- local sort ---
-  std::sort(mine.begin(), mine.end());
-  if (p.corrupt && me == n - 1 && mine.size() > 0) mine[mine.size() / 2] ^= 1;  // the test of the checks
-  g.barrier();
-  timer.end("local sort");
+  // Every rank sends rank 0 its report; rank 0 checks them and prints the run.
+  int verify() {
+    Report rep;
+    rep.before = before_;
+    for (std::uint64_t k : mine_) rep.after.add(k);
+    rep.sorted = std::is_sorted(mine_.begin(), mine_.end());
+    rep.min = mine_.size() ? *std::min_element(mine_.begin(), mine_.end()) : 0;
+    rep.max = mine_.size() ? *std::max_element(mine_.begin(), mine_.end()) : 0;
+    rep.bytes_in = bytes_in_;
+    g_.send(0, kTagReport, std::as_bytes(std::span(&rep, 1)));
+    if (me_ != 0) return rep.sorted ? kExitOk : kExitWrong;
+    std::vector<Report> reports(n_);
+    for (int r = 0; r < n_; ++r) {
+      const auto b = g_.recv(r, kTagReport);
+      if (b.size() != sizeof(Report)) throw std::runtime_error("a malformed report");
+      std::memcpy(&reports[r], b.data(), sizeof(Report));
+    }
+    timer_.end("verify");
+    timer_.annotate("exchange", exchange_note_);
 
-  // --- verify ---
-  Report rep;
-  rep.before = before;
-  for (std::uint64_t k : mine) rep.after.add(k);
-  rep.sorted = std::is_sorted(mine.begin(), mine.end());
-  rep.min = mine.size() ? *std::min_element(mine.begin(), mine.end()) : 0;
-  rep.max = mine.size() ? *std::max_element(mine.begin(), mine.end()) : 0;
-  rep.bytes_in = bytes_in;
-  g.send(0, kTagReport, std::as_bytes(std::span(&rep, 1)));
-  if (me != 0) return rep.sorted ? kExitOk : kExitWrong;
-  std::vector<Report> reports;
-  for (int r = 0; r < n; ++r) {
-    const auto b = g.recv(r, kTagReport);
-    if (b.size() != sizeof(Report)) throw std::runtime_error("a malformed report");
-    std::memcpy(&reports.emplace_back(), b.data(), sizeof(Report));
+    std::uint64_t moved = 0, least = UINT64_MAX, most = 0;
+    for (const Report& r : reports) {
+      moved += r.bytes_in;
+      least = std::min(least, r.after.count);
+      most = std::max(most, r.after.count);
+    }
+    std::printf("sample_sort: %" PRIu64 " keys (%s) on %d processes, device %s, stores of %s\n",
+                p_.keys, bytes_text(double(p_.keys) * 8).c_str(), n_,
+                p_.device.empty() ? "(the first)" : p_.device.c_str(),
+                bytes_text(double(p_.chunk)).c_str());
+    timer_.print(stdout);
+    std::printf("  moved by store: %s in total; keys per rank after the sort: %" PRIu64
+                " to %" PRIu64 "\n",
+                bytes_text(double(moved)).c_str(), least, most);
+    const bool ok = check(reports, p_.keys);
+    std::fflush(stdout);
+    return ok ? kExitOk : kExitWrong;
   }
-  timer.end("verify");
 
-  std::uint64_t moved = 0, least = UINT64_MAX, most = 0;
-  for (const Report& r : reports) {
-    moved += r.bytes_in;
-    least = std::min(least, r.after.count);
-    most = std::max(most, r.after.count);
-  }
-  std::printf("sample_sort: %" PRIu64 " keys (%s) on %d processes, device %s, stores of %s\n", p.keys,
-              bytes_text(double(p.keys) * 8).c_str(), n, p.device.empty() ? "(the first)" : p.device.c_str(), bytes_text(double(p.chunk)).c_str());
-  timer.print(stdout);
-  std::printf("  moved by store: %s in total; keys per rank after the sort: %" PRIu64 " to %" PRIu64 "\n",
-              bytes_text(double(moved)).c_str(), least, most);
-  const bool ok = check(reports, p.keys);
-  std::fflush(stdout);
-  return ok ? kExitOk : kExitWrong;
-}
+  Group& g_;
+  const Params& p_;
+  const int n_, me_;
+  PhaseTimer timer_;
+  std::vector<std::uint64_t> keys_;  // generate .. partition
+  Checksum before_;
+  std::vector<std::uint64_t> splitters_;
+  std::vector<std::uint64_t> size_, start_;  // bucket sizes and starts in parted_
+  // Stored from: kept until the program returns (page_buffer.h says why).
+  PageBuffer<std::uint64_t> parted_;
+  PageBuffer<std::uint64_t> mine_;  // what we received: our range, sorted in place
+  std::string exchange_note_;
+  // Written by the handlers.
+  std::vector<std::uint64_t> incoming_;    // bucket sizes, by sender
+  std::vector<core::RemoteToken> window_;  // where to store, by receiver
+  int sizes_in_ = 0, windows_in_ = 0;
+  std::uint64_t bytes_in_ = 0;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options opt("sample_sort", "sample sort of 64-bit keys over forked processes, with U-Net Active Messages");
+  Options opt("sample_sort",
+              "sample sort of 64-bit keys over forked processes, with U-Net Active Messages");
   opt.add("procs", "4", "worker processes (1-8)");
   opt.add("keys", "16777216", "keys to sort, in total");
   opt.add("seed", "1", "seed of the key generator");
@@ -361,7 +394,7 @@ int main(int argc, char** argv) {
     cfg.net = LaunchConfig::endpoint_config(share + (cfg.procs + 2) * p.chunk + (64u << 20));
     if (!opt.str("device").empty()) cfg.net.device = opt.str("device");
     p.device = cfg.net.device;
-    return launch(cfg, [&](Group& g) { return sample_sort(g, p); });
+    return launch(cfg, [&](Group& g) { return SampleSort(g, p).run(); });
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "sample_sort: %s (see --help)\n", e.what());
     return kExitUsage;
