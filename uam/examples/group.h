@@ -1,0 +1,126 @@
+// Group: the ranks of one parallel program, and what the examples build on U-Net Active
+// Messages: bounded progress, a barrier, tagged byte messages, and request/store/get wrappers that
+// retry on back-pressure and turn every failure into an exception naming the rank involved.
+//
+// One Group per worker process, made by launch() (launch.h) once every channel of the full mesh is
+// open: channel(peer) is the RC channel to rank `peer`. Everything here runs on the worker's one
+// thread. The wrappers poll while they retry, so they must not be called from inside a handler
+// (handlers only record what arrived; the program's main line reacts to it through wait_until).
+//
+// Handler ids from kFirstGroupHandler up belong to the group; programs use the ids below.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "unet/core/cycle_clock.h"
+#include "unet/uam/endpoint.h"
+
+namespace unet::uam::examples {
+
+inline constexpr HandlerId kFirstGroupHandler = 240;
+
+class Group {
+ public:
+  // `channels[r]` is the channel to rank r (kNoChannel at our own rank). Every wait below gives
+  // up after `timeout`. Registers the group's handlers and the endpoint's completion handler.
+  Group(Endpoint& ep, int rank, std::vector<ChannelId> channels, std::chrono::milliseconds timeout);
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return static_cast<int>(channels_.size()); }
+  Endpoint& endpoint() noexcept { return ep_; }
+  ChannelId channel(int peer) const { return channels_.at(static_cast<std::size_t>(peer)); }
+  // The rank at the other end of `ch` (a handler's Message::channel).
+  int rank_of(ChannelId ch) const;
+
+  // Registers a program's handler (ids below kFirstGroupHandler); throws if the id is taken. Its
+  // captures must outlive every message that can still reach it (uam cannot unregister one).
+  void on_request(HandlerId id, RequestHandler fn);
+  void on_reply(HandlerId id, ReplyHandler fn);
+
+  // --- progress ---
+  // Polls until done() holds. Throws std::runtime_error naming `what` after the timeout, or as
+  // soon as one of our requests, stores or gets completed with an error.
+  template <class Done>
+  void wait_until(const Done& done, std::string_view what) {
+    const std::uint64_t deadline = core::CycleClock::now() + patience_;
+    while (!done()) {
+      progress();
+      if (core::CycleClock::now() > deadline) timed_out(what);
+    }
+  }
+  // One step of progress: poll; after a run of idle polls, sleep on the completion channel for a
+  // little (several workers share the CPUs). Throws on a device error or a failed operation.
+  void progress();
+  // Waits until every request, store and get we issued has completed (acknowledged by its peer).
+  void quiesce();
+
+  // --- data path, from the main line only ---
+  void request(int peer, HandlerId handler, std::span<const std::uint64_t> args,
+               std::span<const std::byte> payload = {});
+  // `local` must stay untouched until the store completes (quiesce()).
+  void store(int peer, std::span<const std::byte> local, const core::RemoteToken& remote,
+             std::uint64_t offset, HandlerId handler, std::span<const std::uint64_t> args = {});
+  void get(int peer, const core::RemoteToken& remote, std::uint64_t offset,
+           std::span<std::byte> local, HandlerId handler, std::span<const std::uint64_t> args = {},
+           std::uint64_t cookie = 0);
+
+  // --- collectives, all by requests ---
+  // Every rank arrives at rank 0, which then releases every rank.
+  void barrier();
+  // Tagged byte messages: send() splits `bytes` into medium requests (the copy is made before it
+  // returns); recv() waits until the whole message of `tag` from `peer` is in. A rank may send to
+  // itself. Each (peer, tag) carries one message at a time.
+  void send(int peer, std::uint32_t tag, std::span<const std::byte> bytes);
+  std::vector<std::byte> recv(int peer, std::uint32_t tag);
+
+  // A remote token as four request words, and back.
+  static std::array<std::uint64_t, 4> words(const core::RemoteToken& t) noexcept {
+    return {t.addr, t.length, t.rkey, t.id};
+  }
+  static core::RemoteToken token(std::span<const std::uint64_t> w) noexcept {
+    return {w[0], w[1], static_cast<std::uint32_t>(w[2]), static_cast<std::uint32_t>(w[3])};
+  }
+
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+ private:
+  static constexpr HandlerId kArrive = kFirstGroupHandler, kRelease = kFirstGroupHandler + 1,
+                             kMail = kFirstGroupHandler + 2;
+  struct Mail {
+    std::vector<std::byte> data;
+    std::size_t got = 0;
+    bool complete = false;
+  };
+
+  // Calls `attempt` until it is not kNoResource, making progress in between; throws on failure.
+  template <class Attempt>
+  void retry(const Attempt& attempt, const char* op, int peer);
+  [[noreturn]] void timed_out(std::string_view what) const;
+  void check_failure() const;
+  void deliver(int from, std::uint32_t tag, std::uint64_t offset, std::uint64_t total,
+               std::span<const std::byte> chunk);
+
+  Endpoint& ep_;
+  int rank_;
+  std::vector<ChannelId> channels_;
+  std::vector<int> rank_by_channel_;
+  std::chrono::milliseconds timeout_;
+  std::uint64_t patience_;  // timeout_ in cycle-counter ticks
+  std::uint32_t idle_ = 0;  // polls in a row that found nothing to do
+  std::string failure_;     // the first failed operation, if any
+  std::uint64_t arrivals_ = 0, releases_ = 0, epoch_ = 0;
+  std::map<std::pair<int, std::uint32_t>, Mail> mail_;
+};
+
+}  // namespace unet::uam::examples

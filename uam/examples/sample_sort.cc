@@ -1,0 +1,405 @@
+// sample_sort: sorts K 64-bit keys spread over N worker processes with U-Net Active Messages, the
+// way the U-Net paper (von Eicken et al., SOSP 1995) judged its Active Messages: by a parallel
+// program. Prints the time of each phase and the total; exits 0 only when the result verified.
+//
+//   sample_sort --procs 4 --keys 16777216
+//
+// Each rank starts with K/N keys from a seeded generator (key i of the whole input is
+// splitmix64(seed + i), so the input does not depend on N) and then, phase by phase, each phase
+// ending at a barrier so that rank 0's clock times the slowest rank:
+//   generate   make the keys; count, sum and xor them
+//   sample     every rank sends S random keys to rank 0 (requests); rank 0 sorts them and sends
+//              the N-1 splitters back to every rank (requests)
+//   partition  each key goes to the bucket of the rank that will own its range
+//   exchange   each rank tells every peer how many keys it has for it (one request each); each
+//              receiver allocates one array for everything it will receive, grants each sender a
+//              window of exactly that sender's part and sends it the token (a request of four
+//              words); the senders store() their buckets into those windows in chunks (RDMA WRITE,
+//              then a handler at the receiver counts the bytes landed); a rank is done when every
+//              byte it expects is in and its own stores are acknowledged
+//   local sort std::sort of what arrived
+//   verify     every rank sends rank 0 its counts, sums, xors, whether it is sorted, its least and
+//              greatest key; rank 0 checks the totals against the input's and that
+//              max(rank i) <= min(rank i+1)
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "group.h"
+#include "launch.h"
+#include "options.h"
+#include "page_buffer.h"
+#include "phase_timer.h"
+#include "splitmix64.h"
+
+using namespace unet;
+using namespace unet::uam;
+using namespace unet::uam::examples;
+
+namespace {
+
+// Handler ids of this program, and the tags of its group messages.
+constexpr HandlerId kBucketSize = 1, kWindow = 2, kStored = 3;
+constexpr std::uint32_t kTagSamples = 1, kTagSplitters = 2, kTagReport = 3;
+
+struct Params {
+  std::uint64_t keys = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t samples = 0;  // per rank
+  std::uint64_t chunk = 0;    // bytes per store
+  bool corrupt = false;       // test hook: damage one key after the sort
+  std::string device;         // for the report
+};
+
+struct Checksum {
+  std::uint64_t count = 0, sum = 0, xor_all = 0;
+  void add(std::uint64_t k) {
+    ++count;
+    sum += k;
+    xor_all ^= k;
+  }
+  void add(const Checksum& o) {
+    count += o.count;
+    sum += o.sum;
+    xor_all ^= o.xor_all;
+  }
+  bool operator==(const Checksum&) const = default;
+};
+
+// What each rank tells rank 0 at the end (sent as bytes: both ends are this program).
+struct Report {
+  Checksum before, after;
+  std::uint64_t sorted = 0;  // 1 when the rank's keys are in order
+  std::uint64_t min = 0, max = 0;
+  std::uint64_t bytes_in = 0;  // received from peers by store
+};
+
+template <class T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span<const T>(v));
+}
+template <class T>
+std::vector<T> from_bytes(const std::vector<std::byte>& b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// Rank 0: the verdict over every rank's report. Prints what is wrong; true when all is right.
+bool check(const std::vector<Report>& reports, std::uint64_t keys) {
+  Checksum before, after;
+  bool ok = true, have_prev = false;
+  std::uint64_t prev_max = 0;
+  for (std::size_t r = 0; r < reports.size(); ++r) {
+    const Report& rep = reports[r];
+    before.add(rep.before);
+    after.add(rep.after);
+    if (!rep.sorted) {
+      std::printf("FAILED: rank %zu's keys are not in order\n", r);
+      ok = false;
+    }
+    if (rep.after.count == 0) continue;
+    if (have_prev && prev_max > rep.min) {
+      std::printf("FAILED: rank %zu's least key %#" PRIx64
+                  " is below the greatest key before it %#" PRIx64 "\n",
+                  r, rep.min, prev_max);
+      ok = false;
+    }
+    prev_max = rep.max;
+    have_prev = true;
+  }
+  if (before.count != keys) {
+    std::printf("FAILED: %" PRIu64 " keys generated, not %" PRIu64 "\n", before.count, keys);
+    ok = false;
+  }
+  if (!(after == before)) {
+    std::printf("FAILED: before the sort %" PRIu64 " keys, sum %#" PRIx64 ", xor %#" PRIx64
+                "; after it %" PRIu64 " keys, sum %#" PRIx64 ", xor %#" PRIx64 "\n",
+                before.count, before.sum, before.xor_all, after.count, after.sum, after.xor_all);
+    ok = false;
+  }
+  if (ok)
+    std::printf("verified: %" PRIu64 " keys in order across %zu ranks; count, sum %#" PRIx64
+                " and xor %#" PRIx64 " as generated\n",
+                after.count, reports.size(), after.sum, after.xor_all);
+  return ok;
+}
+
+// One rank of the sort: the phases in order, and what they hand each other.
+class SampleSort {
+ public:
+  // Registers the handlers before anything is sent: a peer may send as soon as it leaves the
+  // first barrier, and a request for a handler not yet registered fails (kNotFound at the sender).
+  SampleSort(Group& g, const Params& p)
+      : g_(g), p_(p), n_(g.size()), me_(g.rank()), incoming_(n_, 0), window_(n_) {
+    g_.on_request(kBucketSize, [this](Token&, const Message& m) {
+      incoming_[g_.rank_of(m.channel)] = m.args[0];
+      ++sizes_in_;
+      return Disposition::kDone;
+    });
+    g_.on_request(kWindow, [this](Token&, const Message& m) {
+      window_[g_.rank_of(m.channel)] = Group::token(m.args);
+      ++windows_in_;
+      return Disposition::kDone;
+    });
+    g_.on_request(kStored, [this](Token&, const Message& m) {
+      bytes_in_ += m.bulk_length;  // the data is in place when this runs
+      return Disposition::kDone;
+    });
+  }
+
+  // Each phase ends at a barrier, so that rank 0's clock times the slowest rank.
+  int run() {
+    generate();
+    phase_done("generate");
+    sample();
+    phase_done("sample");
+    partition();
+    phase_done("partition");
+    exchange();
+    phase_done("exchange");
+    std::sort(mine_.begin(), mine_.end());
+    if (p_.corrupt && me_ == n_ - 1 && mine_.size() > 0) mine_[mine_.size() / 2] ^= 1;
+    phase_done("local sort");
+    return verify();
+  }
+
+ private:
+  void phase_done(const char* name) {
+    g_.barrier();
+    timer_.end(name);
+  }
+
+  // Key i of the whole input is splitmix64(seed' + i): this rank makes its share.
+  void generate() {
+    const std::uint64_t first = p_.keys * me_ / n_;
+    keys_.resize(p_.keys * (me_ + 1) / n_ - first);
+    for (std::uint64_t i = 0; i < keys_.size(); ++i) {
+      keys_[i] = splitmix64(p_.seed * 0x9e3779b97f4a7c15ull + first + i);
+      before_.add(keys_[i]);
+    }
+  }
+
+  // S random keys of each rank go to rank 0 (requests); rank 0 sorts them and sends every rank
+  // the N-1 splitters (requests).
+  void sample() {
+    std::vector<std::uint64_t> samples;
+    const std::uint64_t count = keys_.size();
+    for (std::uint64_t i = 0; i < p_.samples && count > 0; ++i)
+      samples.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
+    g_.send(0, kTagSamples, bytes_of(samples));
+    if (me_ == 0) {
+      std::vector<std::uint64_t> all;
+      for (int r = 0; r < n_; ++r) {
+        const auto s = from_bytes<std::uint64_t>(g_.recv(r, kTagSamples));
+        all.insert(all.end(), s.begin(), s.end());
+      }
+      std::sort(all.begin(), all.end());
+      std::vector<std::uint64_t> split;
+      for (int j = 1; j < n_; ++j) split.push_back(all.empty() ? 0 : all[all.size() * j / n_]);
+      for (int r = 0; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(split));
+    }
+    splitters_ = from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters));
+    if (splitters_.size() != static_cast<std::size_t>(n_ - 1))
+      throw std::runtime_error("wrong number of splitters");
+  }
+
+  // Bucket b gets the keys in [splitter b-1, splitter b): rank b's range. Each bucket starts on a
+  // page of its own, so the page-aligned chunks it is stored in register apart.
+  void partition() {
+    std::vector<std::uint8_t> dest(keys_.size());
+    size_.assign(n_, 0);
+    for (std::uint64_t i = 0; i < keys_.size(); ++i) {
+      dest[i] = static_cast<std::uint8_t>(
+          std::upper_bound(splitters_.begin(), splitters_.end(), keys_[i]) - splitters_.begin());
+      ++size_[dest[i]];
+    }
+    constexpr std::uint64_t kKeysPerPage = kPageBytes / sizeof(std::uint64_t);
+    start_.assign(n_ + 1, 0);
+    for (int b = 0; b < n_; ++b)
+      start_[b + 1] = start_[b] + (size_[b] + kKeysPerPage - 1) / kKeysPerPage * kKeysPerPage;
+    parted_ = PageBuffer<std::uint64_t>(start_[n_]);
+    std::vector<std::uint64_t> at(start_.begin(), start_.end() - 1);
+    for (std::uint64_t i = 0; i < keys_.size(); ++i) parted_[at[dest[i]]++] = keys_[i];
+    std::vector<std::uint64_t>().swap(keys_);
+  }
+
+  // Sizes, then windows, then the stores themselves.
+  void exchange() {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    // 1. How many keys we have for each peer: one request each.
+    for (int k = 1; k < n_; ++k) {
+      const int peer = (me_ + k) % n_;
+      const std::uint64_t words[1] = {size_[peer]};
+      g_.request(peer, kBucketSize, words);
+    }
+    incoming_[me_] = size_[me_];
+    g_.wait_until([&] { return sizes_in_ == n_ - 1; }, "the bucket sizes of every rank");
+
+    // 2. One receive array, in rank order; each sender gets a window over exactly its part.
+    std::vector<std::uint64_t> offset(n_ + 1, 0);
+    for (int r = 0; r < n_; ++r) offset[r + 1] = offset[r] + incoming_[r];
+    mine_ = PageBuffer<std::uint64_t>(offset[n_]);
+    std::copy_n(parted_.data() + start_[me_], size_[me_], mine_.data() + offset[me_]);
+    std::vector<core::RemoteToken> granted(n_);
+    for (int k = 1; k < n_; ++k) {
+      const int peer = (me_ + k) % n_;
+      if (incoming_[peer] > 0) {
+        const Status s = g_.endpoint().net().grant(mine_.data() + offset[peer],
+                                                   incoming_[peer] * sizeof(std::uint64_t),
+                                                   core::kRemoteWrite, granted[peer]);
+        if (s != Status::kOk)
+          throw std::runtime_error("grant for rank " + std::to_string(peer) + ": " +
+                                   std::string(to_string(s)));
+      }
+      g_.request(peer, kWindow, Group::words(granted[peer]));  // length 0: nothing to store
+    }
+    g_.wait_until([&] { return windows_in_ == n_ - 1; }, "a window from every rank");
+    const auto t1 = Clock::now();
+
+    // 3. The buckets, chunk by chunk round the peers, so that every receiver is fed at once and
+    // each channel's credit window keeps its stores flowing.
+    const std::uint64_t expect = (offset[n_] - incoming_[me_]) * sizeof(std::uint64_t);
+    std::uint64_t out = 0;
+    for (std::uint64_t at = 0;; at += p_.chunk) {
+      bool more = false;
+      for (int k = 1; k < n_; ++k) {
+        const int peer = (me_ + k) % n_;
+        const std::uint64_t len = size_[peer] * sizeof(std::uint64_t);
+        if (at >= len) continue;
+        if (window_[peer].length != len)
+          throw std::runtime_error("rank " + std::to_string(peer) + "'s window is wrong");
+        const auto bucket = std::as_bytes(
+            std::span<const std::uint64_t>(parted_.data() + start_[peer], size_[peer]));
+        const std::uint64_t piece = std::min(p_.chunk, len - at);
+        g_.store(peer, bucket.subspan(at, piece), window_[peer], at, kStored);
+        out += piece;
+        more = true;
+      }
+      if (!more) break;
+    }
+    g_.wait_until([&] { return bytes_in_ >= expect; }, "every rank's bucket for us");
+    if (bytes_in_ != expect) throw std::runtime_error("more bytes arrived than announced");
+    g_.quiesce();  // our stores are acknowledged
+    const auto t2 = Clock::now();
+    for (int r = 0; r < n_; ++r)
+      if (granted[r].length > 0 && g_.endpoint().net().revoke(granted[r]) != Status::kOk)
+        throw std::runtime_error("revoke failed");
+    char note[160];
+    std::snprintf(note, sizeof note,
+                  "rank 0: %.3f s sizes and windows, %.3f s storing %s (%.1f MiB/s)",
+                  seconds(t1 - t0), seconds(t2 - t1), bytes_text(double(out)).c_str(),
+                  t2 > t1 ? double(out) / (1 << 20) / seconds(t2 - t1) : 0.0);
+    exchange_note_ = note;
+  }
+
+  // Every rank sends rank 0 its report; rank 0 checks them and prints the run.
+  int verify() {
+    Report rep;
+    rep.before = before_;
+    for (std::uint64_t k : mine_) rep.after.add(k);
+    rep.sorted = std::is_sorted(mine_.begin(), mine_.end());
+    rep.min = mine_.size() ? *std::min_element(mine_.begin(), mine_.end()) : 0;
+    rep.max = mine_.size() ? *std::max_element(mine_.begin(), mine_.end()) : 0;
+    rep.bytes_in = bytes_in_;
+    g_.send(0, kTagReport, std::as_bytes(std::span(&rep, 1)));
+    if (me_ != 0) return rep.sorted ? kExitOk : kExitWrong;
+    std::vector<Report> reports(n_);
+    for (int r = 0; r < n_; ++r) {
+      const auto b = g_.recv(r, kTagReport);
+      if (b.size() != sizeof(Report)) throw std::runtime_error("a malformed report");
+      std::memcpy(&reports[r], b.data(), sizeof(Report));
+    }
+    timer_.end("verify");
+    timer_.annotate("exchange", exchange_note_);
+
+    std::uint64_t moved = 0, least = UINT64_MAX, most = 0;
+    for (const Report& r : reports) {
+      moved += r.bytes_in;
+      least = std::min(least, r.after.count);
+      most = std::max(most, r.after.count);
+    }
+    std::printf("sample_sort: %" PRIu64 " keys (%s) on %d processes, device %s, stores of %s\n",
+                p_.keys, bytes_text(double(p_.keys) * 8).c_str(), n_,
+                p_.device.empty() ? "(the first)" : p_.device.c_str(),
+                bytes_text(double(p_.chunk)).c_str());
+    timer_.print(stdout);
+    std::printf("  moved by store: %s in total; keys per rank after the sort: %" PRIu64
+                " to %" PRIu64 "\n",
+                bytes_text(double(moved)).c_str(), least, most);
+    const bool ok = check(reports, p_.keys);
+    std::fflush(stdout);
+    return ok ? kExitOk : kExitWrong;
+  }
+
+  Group& g_;
+  const Params& p_;
+  const int n_, me_;
+  PhaseTimer timer_;
+  std::vector<std::uint64_t> keys_;  // generate .. partition
+  Checksum before_;
+  std::vector<std::uint64_t> splitters_;
+  std::vector<std::uint64_t> size_, start_;  // bucket sizes and starts in parted_
+  // Stored from: kept until the program returns (page_buffer.h says why).
+  PageBuffer<std::uint64_t> parted_;
+  PageBuffer<std::uint64_t> mine_;  // what we received: our range, sorted in place
+  std::string exchange_note_;
+  // Written by the handlers.
+  std::vector<std::uint64_t> incoming_;    // bucket sizes, by sender
+  std::vector<core::RemoteToken> window_;  // where to store, by receiver
+  int sizes_in_ = 0, windows_in_ = 0;
+  std::uint64_t bytes_in_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt("sample_sort",
+              "sample sort of 64-bit keys over forked processes, with U-Net Active Messages");
+  opt.add("procs", "4", "worker processes (1-8)");
+  opt.add("keys", "16777216", "keys to sort, in total");
+  opt.add("seed", "1", "seed of the key generator");
+  opt.add("samples", "4096", "keys each rank sends rank 0 to choose the splitters");
+  opt.add("chunk", "1048576", "bytes per store (a multiple of 4096)");
+  opt.add("timeout", "600", "seconds the whole run, and every wait in it, may take");
+  opt.add("device", "", "RDMA device (default: $UNET_DEVICE, else the first)");
+  opt.add("stats", "0", "1: every rank prints its endpoint's counters to stderr at the end");
+  opt.add("corrupt", "0", "test hook: 1 damages one key after the sort, so verification must fail");
+  try {
+    if (!opt.parse(argc, argv)) return kExitOk;
+    Params p;
+    p.keys = opt.u64("keys", 1, 1ull << 32);
+    p.seed = opt.u64("seed");
+    p.samples = opt.u64("samples", 1, 1u << 20);
+    p.chunk = opt.u64("chunk", kPageBytes, 1u << 30);
+    if (p.chunk % kPageBytes) throw std::invalid_argument("--chunk must be a multiple of 4096");
+    p.corrupt = opt.u64("corrupt", 0, 1) == 1;
+    LaunchConfig cfg;
+    cfg.program = "sample_sort";
+    cfg.procs = static_cast<int>(opt.u64("procs", 1, kMaxProcs));
+    cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
+    cfg.print_stats = opt.u64("stats", 0, 1) == 1;
+    // The registration cache holds what a rank stores from: at most its share of the keys.
+    const std::uint64_t share = (p.keys / cfg.procs + 1) * sizeof(std::uint64_t);
+    cfg.net = LaunchConfig::endpoint_config(share + (cfg.procs + 2) * p.chunk + (64u << 20));
+    if (!opt.str("device").empty()) cfg.net.device = opt.str("device");
+    p.device = cfg.net.device;
+    return launch(cfg, [&](Group& g) { return SampleSort(g, p).run(); });
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "sample_sort: %s (see --help)\n", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sample_sort: %s\n", e.what());
+    return kExitError;
+  }
+}
