@@ -68,11 +68,11 @@ void print_stats(const std::string& program, int rank, Endpoint& ep) {
   std::fprintf(stderr,
                "%s: rank %d: uam: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64
                " stores, %" PRIu64 " gets sent; %" PRIu64 " handled; %" PRIu64
-               " credit messages, %" PRIu64 " keepalives; core: %" PRIu64 " sent, %" PRIu64
+               " credit messages, %" PRIu64 " probes; core: %" PRIu64 " sent, %" PRIu64
                " received, %" PRIu64 " doorbells; registration cache: %" PRIu64 " hits, %" PRIu64
                " misses, %" PRIu64 " evictions, peak %.1f MiB pinned\n",
                program.c_str(), rank, s.requests_sent, s.replies_sent, s.stores_sent, s.gets_issued,
-               s.requests_handled, s.credit_messages, s.keepalives, c.sent, c.received, c.doorbells,
+               s.requests_handled, s.credit_messages, s.probes, c.sent, c.received, c.doorbells,
                r.hits, r.misses, r.evictions, double(r.peak_pinned_bytes) / (1 << 20));
 }
 

@@ -39,22 +39,13 @@ struct LaunchConfig {
   int procs = 2;
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   core::EndpointConfig net = endpoint_config(64u << 20);
-  // RC keepalives every 5 s rather than 50 ms. The launcher notices a dead worker itself, and
-  // each probe takes a posted receive buffer at the silent peer beyond uam's per-channel budget:
-  // a rank that computes for seconds while its peers wait on it would have its free queue drained
-  // by their probes (RNR stalls; with rnr_retry < 7, failed channels). README.md has the numbers.
-  Config am = am_config();
+  Config am;
   bool print_stats = false;  // each worker prints its endpoints' counters to stderr at the end
 
   // The workers' endpoint: the device named by UNET_DEVICE (else the first), the GID index in
   // UNET_GID_INDEX (else chosen like perftest), direct-access RC, and receive buffers for a full
   // mesh of kMaxProcs; `max_pinned_bytes` bounds the registration cache behind store and get.
   static core::EndpointConfig endpoint_config(std::size_t max_pinned_bytes);
-  static Config am_config() {
-    Config c;
-    c.keepalive = std::chrono::seconds(5);
-    return c;
-  }
 };
 
 // One worker's program: returns kExitOk, or kExitWrong when its result is wrong; throws on failure.
