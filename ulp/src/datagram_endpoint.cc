@@ -191,6 +191,12 @@ Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out,
   return Status::kOk;
 }
 
+int DatagramEndpoint::next_timer_ms() const noexcept {
+  if (reassembly_.assembling() == 0) return -1;
+  // The oldest incomplete datagram expires within one timeout from now: check that often.
+  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(config_.reassembly.timeout).count());
+}
+
 int DatagramEndpoint::poll() noexcept {
   const int n = net_->poll();
   if (n < 0) return n;

@@ -237,6 +237,27 @@ const StreamStats* StreamEndpoint::stats(ConnId id) const noexcept {
   return &s;
 }
 
+int StreamEndpoint::next_timer_ms() const noexcept {
+  const Time t = now();
+  Time next = Time::max();
+  auto at = [&](Time when) {
+    if (when != Time{} && when < next) next = when;
+  };
+  for (const auto& p : conns_) {
+    const Conn& c = *p;
+    if (!c.used || c.state == StreamState::kClosed) continue;
+    at(c.rto_deadline);
+    if (c.state == StreamState::kSynSent || c.state == StreamState::kSynReceived || c.state == StreamState::kTimeWait)
+      at(c.deadline);
+    else
+      at(std::max(c.last_heard, c.last_keepalive) + config_.dead_peer_timeout / 4);
+    if (c.ack_pending) at(t);
+  }
+  if (next == Time::max()) return -1;
+  if (next <= t) return 0;
+  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next - t).count());
+}
+
 Status StreamEndpoint::wait(ConnId id, std::chrono::milliseconds timeout) noexcept {
   Conn* c = get(id);
   if (!c) return Status::kNotFound;

@@ -91,6 +91,16 @@ class DatagramEndpoint {
   // small; kNotFound for an unbound port.
   Status recv_from(std::uint16_t port, std::span<std::byte> out, DatagramInfo& info) noexcept;
 
+  // For epoll/select: a file descriptor that turns readable when the endpoint may have work (an
+  // arrival or a completion) for any of its ports and connections. Once it fires: poll(), serve
+  // the sockets, then arm() before waiting on it again (arm() consumes the events and re-arms;
+  // poll once more after it, as something may have come in between).
+  int fd() const noexcept { return net_->notify_fd(); }
+  Status arm() noexcept { return net_->arm(); }
+  // Milliseconds until reassembly needs a poll() to expire incomplete datagrams; -1 when nothing
+  // is being reassembled. Pass it to epoll_wait as its timeout.
+  int next_timer_ms() const noexcept;
+
   // Progress: sends, arrivals, reassembly timeouts. Returns the work done, or < 0 on a device error.
   int poll() noexcept;
   // Polls until a datagram waits on `port` or `timeout` passes (kTimeout).

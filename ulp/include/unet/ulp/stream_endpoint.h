@@ -132,6 +132,16 @@ class StreamEndpoint {
   // Counters and control state (RTT, RTO, cwnd...); nullptr for an invalid id.
   const StreamStats* stats(ConnId c) const noexcept;
 
+  // For epoll/select: a file descriptor that turns readable when the endpoint may have work (an
+  // arrival or a completion) for any of its ports and connections. Once it fires: poll(), serve
+  // the sockets, then arm() before waiting on it again (arm() consumes the events and re-arms;
+  // poll once more after it, as something may have come in between).
+  int fd() const noexcept { return net_->notify_fd(); }
+  Status arm() noexcept { return net_->arm(); }
+  // Milliseconds until the next timer (retransmission, keepalive, handshake, TIME_WAIT) needs a
+  // poll(), rounded up; -1 when none runs. Pass it to epoll_wait as its timeout.
+  int next_timer_ms() const noexcept;
+
   // Progress: arrivals, acks, retransmissions, output. Work done, or < 0 on a device error.
   int poll() noexcept;
   // Polls until `c` has something for the application (established, data, end of stream, send
