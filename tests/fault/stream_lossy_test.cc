@@ -14,31 +14,7 @@ namespace unet::test {
 namespace {
 
 using namespace std::chrono_literals;
-const char* const kNetem = "loss 5% duplicate 2% delay 200us reorder 10% 50%";
-
-class StreamLossyLink : public ::testing::Test {
- protected:
-  void SetUp() override {
-    UNET_REQUIRE_TWO_DEVICES();
-    for (const char* dev : {"veth0", "veth1"})
-      ASSERT_EQ(run(std::string("tc qdisc replace dev ") + dev + " root netem " + kNetem + " && echo ok"), "ok\n");
-  }
-  void TearDown() override {
-    if (two_devices())
-      for (const char* dev : {"veth0", "veth1"}) (void)run(std::string("tc qdisc del dev ") + dev + " root");
-  }
-};
-
-core::EndpointConfig ud_config(const char* device) {
-  core::EndpointConfig c;
-  c.device = device;
-  c.transport = core::Transport::kUd;
-  c.buffers = 512;
-  c.free_queue_depth = 256;
-  c.send_queue_depth = 128;
-  c.recv_queue_depth = 256;
-  return c;
-}
+class StreamLossyLink : public NetemTest {};
 
 std::byte byte_at(std::uint64_t i) { return static_cast<std::byte>((i * 13 + (i >> 11)) & 0xFF); }
 
@@ -46,7 +22,7 @@ TEST_F(StreamLossyLink, HundredMiBArriveExactlyOnceInOrder) {
   constexpr std::uint64_t kTotal = 100ull << 20;
   ulp::StreamConfig cfg;
   cfg.dead_peer_timeout = 10s;
-  ulp::StreamEndpoint tx(ud_config("rxe0"), cfg), rx(ud_config("rxe1"), cfg);
+  ulp::StreamEndpoint tx(lossy_ud_config("rxe0"), cfg), rx(lossy_ud_config("rxe1"), cfg);
   core::ChannelOffer ot = tx.offer_peer(), orx = rx.offer_peer();
   const core::ChannelId to_rx = tx.accept_peer(ot, orx.local);
   (void)rx.accept_peer(orx, ot.local);
@@ -60,7 +36,7 @@ TEST_F(StreamLossyLink, HundredMiBArriveExactlyOnceInOrder) {
     ASSERT_GE(rx.poll(), 0);
   }
   ASSERT_NE(cr, ulp::kNoConn);
-  const long drops_before = dropped("veth0") + dropped("veth1");
+  const long drops_before = drops();
   std::vector<std::byte> chunk(64 * 1024), in(256 * 1024);
   std::uint64_t sent = 0, got = 0, bad = 0;
   bool eof = false;
@@ -88,18 +64,18 @@ TEST_F(StreamLossyLink, HundredMiBArriveExactlyOnceInOrder) {
     eof = r == Status::kClosed;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const long drops = dropped("veth0") + dropped("veth1") - drops_before;
+  const long dropped_now = drops() - drops_before;
   EXPECT_TRUE(eof) << "end of stream not reached";
   EXPECT_EQ(got, kTotal);
   EXPECT_EQ(bad, 0u);
-  EXPECT_GT(drops, 0);
+  EXPECT_GT(dropped_now, 0);
   const ulp::StreamStats* s = tx.stats(ct);
   ASSERT_NE(s, nullptr);
   EXPECT_GT(s->retransmitted_segments, 0u);
   std::printf("stream lossy link (%s, both ways): %llu MiB in %.1f s (%.1f MiB/s), 0 lost, 0 corrupt; netem "
               "dropped %ld packets; sender: %llu segments, %llu retransmitted, %llu timeouts, %llu fast "
               "retransmits; srtt %.0f us, cwnd %u B; receiver held %llu out of order\n",
-              kNetem, static_cast<unsigned long long>(got >> 20), secs, static_cast<double>(got) / (1 << 20) / secs, drops,
+              netem().c_str(), static_cast<unsigned long long>(got >> 20), secs, static_cast<double>(got) / (1 << 20) / secs, dropped_now,
               static_cast<unsigned long long>(s->segments_sent),
               static_cast<unsigned long long>(s->retransmitted_segments), static_cast<unsigned long long>(s->timeouts),
               static_cast<unsigned long long>(s->fast_retransmits), s->srtt.count() / 1e3, s->cwnd,

@@ -23,33 +23,9 @@ using uam::Message;
 using uam::Token;
 
 constexpr uam::HandlerId kCheck = 1, kCheckReply = 2;
-const char* const kNetem = "loss 5% duplicate 2% delay 200us reorder 10% 50%";
-
 std::byte pattern_byte(std::uint64_t seed, std::size_t i) { return static_cast<std::byte>((seed * 131 + i * 7) & 0xFF); }
 
-class UamLossyLink : public ::testing::Test {
- protected:
-  void SetUp() override {
-    UNET_REQUIRE_TWO_DEVICES();
-    for (const char* dev : {"veth0", "veth1"})
-      ASSERT_EQ(run(std::string("tc qdisc replace dev ") + dev + " root netem " + kNetem + " && echo ok"), "ok\n");
-  }
-  void TearDown() override {
-    if (two_devices())
-      for (const char* dev : {"veth0", "veth1"}) (void)run(std::string("tc qdisc del dev ") + dev + " root");
-  }
-};
-
-core::EndpointConfig ud_config(const char* device) {
-  core::EndpointConfig c;
-  c.device = device;
-  c.transport = core::Transport::kUd;
-  c.buffers = 512;
-  c.free_queue_depth = 256;
-  c.send_queue_depth = 128;
-  c.recv_queue_depth = 256;
-  return c;
-}
+class UamLossyLink : public NetemTest {};
 
 // One side's view: what it sent, what it handled, and what came back.
 struct Side {
@@ -65,7 +41,7 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
   constexpr std::uint64_t kPerSide = 50000;  // 100k requests in all
   uam::Config cfg;
   cfg.window = 16;
-  uam::Endpoint a(ud_config("rxe0"), cfg), b(ud_config("rxe1"), cfg);
+  uam::Endpoint a(lossy_ud_config("rxe0"), cfg), b(lossy_ud_config("rxe1"), cfg);
   core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
   Side s[2];
   s[0].ep = &a;
@@ -95,7 +71,7 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
     }), Status::kOk);
     me.ep->on_completion([&me](ChannelId, std::uint64_t, Status st) { ++(st == Status::kOk ? me.ok : me.errors); });
   }
-  const long drops_before = dropped("veth0") + dropped("veth1");
+  const long drops_before = drops();
   std::vector<std::byte> body(max_body);
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + 150s;
@@ -115,7 +91,7 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const long drops = dropped("veth0") + dropped("veth1") - drops_before;
+  const long dropped_now = drops() - drops_before;
   for (int i = 0; i < 2; ++i) {
     const Side& me = s[i];
     const Side& peer = s[1 - i];
@@ -135,13 +111,13 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
   }
   const uam::Stats& sa = a.stats();
   const uam::Stats& sb = b.stats();
-  EXPECT_GT(drops, 0) << "netem dropped nothing: the traffic did not cross the veths";
+  EXPECT_GT(dropped_now, 0) << "netem dropped nothing: the traffic did not cross the veths";
   EXPECT_GT(sa.retransmitted + sb.retransmitted, 0u);
   std::printf(
       "uam UD lossy link (%s, both ways): %llu requests, %llu replies in %.1f s; netem dropped %ld packets; "
       "resent %llu, duplicates dropped %llu, credit messages %llu; lost 0, duplicated 0, corrupted 0\n",
-      kNetem, static_cast<unsigned long long>(s[0].ok + s[1].ok),
-      static_cast<unsigned long long>(s[0].replies + s[1].replies), secs, drops,
+      netem().c_str(), static_cast<unsigned long long>(s[0].ok + s[1].ok),
+      static_cast<unsigned long long>(s[0].replies + s[1].replies), secs, dropped_now,
       static_cast<unsigned long long>(sa.retransmitted + sb.retransmitted),
       static_cast<unsigned long long>(sa.duplicates + sb.duplicates),
       static_cast<unsigned long long>(sa.credit_messages + sb.credit_messages));

@@ -16,19 +16,6 @@ namespace unet::test {
 namespace {
 
 using namespace std::chrono_literals;
-const char* const kNetem = "loss 5% duplicate 2% delay 200us reorder 10% 50%";
-
-core::EndpointConfig ud_config(const char* device) {
-  core::EndpointConfig c;
-  c.device = device;
-  c.transport = core::Transport::kUd;
-  c.buffers = 512;
-  c.free_queue_depth = 256;
-  c.send_queue_depth = 128;
-  c.recv_queue_depth = 256;
-  return c;
-}
-
 // Datagram n: its number in the first 4 bytes, then a pattern seeded by it.
 std::vector<std::byte> datagram(std::uint32_t n) {
   const std::size_t size = n % 50 == 0 ? ulp::kMaxDatagram : 4 + (std::size_t{n} * 2654435761u) % 12000;
@@ -38,15 +25,9 @@ std::vector<std::byte> datagram(std::uint32_t n) {
   return v;
 }
 
-class UlpLossyLink : public ::testing::Test {
+class UlpLossyLink : public NetemTest {
  protected:
-  void SetUp() override {
-    UNET_REQUIRE_TWO_DEVICES();
-    ASSERT_EQ(run(std::string("tc qdisc replace dev veth0 root netem ") + kNetem + " && echo ok"), "ok\n");
-  }
-  void TearDown() override {
-    if (two_devices()) (void)run("tc qdisc del dev veth0 root");
-  }
+  UlpLossyLink() : NetemTest({"veth0"}) {}
 };
 
 TEST_F(UlpLossyLink, DatagramsArriveWholeOrNotAtAll) {
@@ -54,13 +35,13 @@ TEST_F(UlpLossyLink, DatagramsArriveWholeOrNotAtAll) {
   ulp::DatagramConfig cfg;
   cfg.reassembly.timeout = 20ms;
   // netem sits on veth0's egress: the sender is rxe0.
-  ulp::DatagramEndpoint rx(ud_config("rxe1"), cfg), tx(ud_config("rxe0"), cfg);
+  ulp::DatagramEndpoint rx(lossy_ud_config("rxe1"), cfg), tx(lossy_ud_config("rxe0"), cfg);
   core::ChannelOffer orx = rx.offer_peer(), otx = tx.offer_peer();
   (void)rx.accept_peer(orx, otx.local);
   const core::ChannelId to_rx = tx.accept_peer(otx, orx.local);
   ASSERT_EQ(rx.bind(7), Status::kOk);
   ASSERT_EQ(tx.bind(8), Status::kOk);
-  const long drops_before = dropped("veth0");
+  const long drops_before = drops();
   std::vector<std::byte> buf(ulp::kMaxDatagram);
   std::vector<std::uint8_t> seen(kDatagrams, 0);
   std::uint64_t received = 0, corrupt = 0;
@@ -98,10 +79,10 @@ TEST_F(UlpLossyLink, DatagramsArriveWholeOrNotAtAll) {
   std::uint64_t distinct = 0;
   for (auto s : seen) distinct += s;
   const ulp::ReassemblyStats& rs = rx.reassembly_stats();
-  const long drops = dropped("veth0") - drops_before;
+  const long dropped_now = drops() - drops_before;
   EXPECT_EQ(tx.stats().sent, kDatagrams);
   EXPECT_EQ(corrupt, 0u) << "a datagram arrived partial, mixed or corrupted";
-  EXPECT_GT(drops, 0) << "netem dropped nothing";
+  EXPECT_GT(dropped_now, 0) << "netem dropped nothing";
   EXPECT_GT(distinct, kDatagrams / 2) << "most datagrams should get through 5% loss";
   EXPECT_LT(distinct, kDatagrams) << "with fragments lost, some 64 KiB datagrams must be lost";
   EXPECT_GT(rs.expired + rs.evicted, 0u) << "incomplete datagrams must be dropped and counted";
@@ -109,8 +90,8 @@ TEST_F(UlpLossyLink, DatagramsArriveWholeOrNotAtAll) {
   std::printf("ulp lossy link (%s): %u datagrams sent, %llu distinct delivered whole (%llu deliveries), 0 "
               "corrupt; netem dropped %ld packets; reassembly dropped %llu incomplete (%llu expired, %llu "
               "evicted), %llu duplicate fragments\n",
-              kNetem, kDatagrams, static_cast<unsigned long long>(distinct), static_cast<unsigned long long>(received),
-              drops, static_cast<unsigned long long>(rs.expired + rs.evicted),
+              netem().c_str(), kDatagrams, static_cast<unsigned long long>(distinct), static_cast<unsigned long long>(received),
+              dropped_now, static_cast<unsigned long long>(rs.expired + rs.evicted),
               static_cast<unsigned long long>(rs.expired), static_cast<unsigned long long>(rs.evicted),
               static_cast<unsigned long long>(rs.duplicates));
 }

@@ -7,8 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "device_env.h"
+#include "unet/core/endpoint.h"
 
 namespace unet::test {
 
@@ -36,6 +39,45 @@ inline bool two_devices() {
   return mode && std::string(mode) == "two";
 }
 
+// The impairment the layered fault tests put on the link (both ways unless a test says otherwise).
+inline constexpr const char* kLossyNetem = "loss 5% duplicate 2% delay 200us reorder 10% 50%";
+
+// Puts `netem` on the root qdisc of `devs` for the test (skipping without two devices) and takes
+// it off after. Derive from it, naming the devices.
+class NetemTest : public ::testing::Test {
+ protected:
+  explicit NetemTest(std::vector<std::string> devs = {"veth0", "veth1"}, std::string netem = kLossyNetem)
+      : devs_(std::move(devs)), netem_(std::move(netem)) {}
+  void SetUp() override;
+  void TearDown() override {
+    if (two_devices())
+      for (const auto& d : devs_) (void)run("tc qdisc del dev " + d + " root");
+  }
+  // Packets the impaired qdiscs dropped so far.
+  long drops() const {
+    long n = 0;
+    for (const auto& d : devs_) n += dropped(d);
+    return n;
+  }
+  const std::string& netem() const { return netem_; }
+
+ private:
+  std::vector<std::string> devs_;
+  std::string netem_;
+};
+
+// A UD endpoint on `device` sized for the layered fault tests: 512 buffers, half posted.
+inline core::EndpointConfig lossy_ud_config(const char* device) {
+  core::EndpointConfig c;
+  c.device = device;
+  c.transport = core::Transport::kUd;
+  c.buffers = 512;
+  c.free_queue_depth = 256;
+  c.send_queue_depth = 128;
+  c.recv_queue_depth = 256;
+  return c;
+}
+
 }  // namespace unet::test
 
 // In a fault test's SetUp: skip without the two-device set-up, or fail under UNET_REQUIRE_DEVICE=1.
@@ -47,3 +89,9 @@ inline bool two_devices() {
       GTEST_SKIP() << "needs two rxe devices across a veth pair: ci/rxe-vm --two-dev";    \
     }                                                                                     \
   } while (0)
+
+inline void unet::test::NetemTest::SetUp() {
+  UNET_REQUIRE_TWO_DEVICES();
+  for (const auto& d : devs_)
+    ASSERT_EQ(run("tc qdisc replace dev " + d + " root netem " + netem_ + " && echo ok"), "ok\n") << d;
+}

@@ -2,24 +2,17 @@
 // the host's byte order or on struct padding.
 #include "unet/uam/wire_header.h"
 
+#include "unet/core/little_endian.h"
+
 namespace unet::uam {
 namespace {
+
+using core::load_le;
+using core::store_le;
 
 constexpr std::uint8_t kArgCountMask = 0x07;
 constexpr std::uint8_t kProbeBit = 0x08;
 constexpr std::uint8_t kReservedMask = 0xF0;
-
-template <class T>
-void store_le(std::byte* p, T v) noexcept {
-  for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
-}
-
-template <class T>
-T load_le(const std::byte* p) noexcept {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  return v;
-}
 
 bool valid_kind(std::uint8_t k) noexcept {
   return k >= static_cast<std::uint8_t>(Kind::kRequest) &&

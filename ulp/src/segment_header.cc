@@ -2,22 +2,15 @@
 // host's byte order and of struct padding.
 #include "unet/ulp/segment_header.h"
 
+#include "unet/core/little_endian.h"
+
 namespace unet::ulp {
 namespace {
 
+using core::load_le;
+using core::store_le;
+
 constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst;
-
-template <class T>
-void store_le(std::byte* p, T v) noexcept {
-  for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
-}
-
-template <class T>
-T load_le(const std::byte* p) noexcept {
-  T v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(p[i]) << (8 * i));
-  return v;
-}
 
 }  // namespace
 
