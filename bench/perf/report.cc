@@ -151,7 +151,9 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
   w.key("events").value(c.events);
   w.key("batch").value(c.batch);
   w.key("timeout_ms").value(static_cast<std::int64_t>(c.timeout.count()));
-  w.key("oob").value(c.oob == OobKind::kUnet ? "unet" : "rc_pingpong");
+  w.key("oob").value(c.oob == OobKind::kUnet        ? "unet"
+                     : c.oob == OobKind::kRcPingpong ? "rc_pingpong"
+                                                     : "ib_send_lat");
   if (c.is_am()) {
     w.key("am_window").value(c.window);
     w.key("am_args").value(static_cast<std::uint32_t>(kAmArgs));

@@ -252,6 +252,20 @@ TEST(PerfJson, AmReportHasTheServersCountAndTheWindow) {
   EXPECT_FALSE(ep->get("config")->get("am_window"));
 }
 
+TEST(PerfJson, NamesThePeerTool) {
+  for (const char* oob : {"unet", "rc_pingpong", "ib_send_lat"}) {
+    RawFlags f;
+    f.test = "ep_lat";
+    f.hosts = {"127.0.0.1"};
+    f.oob = oob;
+    test::JsonReader reader;
+    auto doc = reader.parse(
+        report_json(std::get<PerfConfig>(make_config(f)), RunInfo{"rxe0", 44, 1.0}, {}));
+    ASSERT_TRUE(doc.has_value()) << reader.error();
+    EXPECT_EQ(doc->get("config")->get("oob")->string, oob);
+  }
+}
+
 TEST(PerfBanner, StatesWarmupExclusionAndWhatIsMeasured) {
   RunInfo info{"rxe0", 44, 2600.0};
   std::string b = banner(config("ep_lat"), info);
