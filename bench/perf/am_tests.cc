@@ -54,13 +54,16 @@ struct AmRound {
 
 // Drives a uam::Endpoint until `done()`: poll() in a loop, or with -e wait(), which sleeps on the
 // completion channel and wakes for uam's timers. Throws PerfError for a problem a handler
-// recorded, a device error, a failed channel, or --timeout_ms without `done()`.
+// recorded, a device error, a failed channel, the peer leaving the round, or --timeout_ms without
+// `done()`. The peer sends nothing on the session during a round, so while idle the session is
+// watched: a line there, or its end, means the peer gave up (a dead client would otherwise leave
+// the server waiting for --timeout_ms). The wait for the client's closing count turns this off.
 class AmProgress {
  public:
   explicit AmProgress(AmRound& r) : r_(r), patience_(r.clock.ticks(r.cfg.timeout)) {}
 
   template <class Done>
-  void until(Done done, const char* what) {
+  void until(Done done, const char* what, bool watch_peer = true) {
     const std::uint64_t deadline = core::CycleClock::now() + patience_;
     for (std::uint32_t idle = 0;; ++idle) {
       if (r_.cfg.events) {
@@ -75,6 +78,7 @@ class AmProgress {
       if (r_.cfg.events || idle % 4096 == 4095) {
         if (r_.am.channel_status(r_.ch) != Status::kOk)
           throw PerfError(std::string("the channel failed while waiting for ") + what);
+        if (watch_peer && r_.session.line_waiting()) peer_left(what);
         if (core::CycleClock::now() > deadline) timed_out(what);
       }
     }
@@ -111,6 +115,17 @@ class AmProgress {
     throw PerfError(msg);
   }
 
+  [[noreturn]] void peer_left(const char* what) const {
+    std::string said;
+    try {
+      said = "'" + r_.session.recv_line(std::chrono::milliseconds(1000)) + "'";
+    } catch (const std::exception&) {
+      said = "nothing (it closed the session)";
+    }
+    throw PerfError(std::string(r_.cfg.is_client() ? "the server" : "the client") +
+                    " left the round while waiting for " + what + "; it sent " + said);
+  }
+
   AmRound& r_;
   std::uint64_t patience_;
 };
@@ -143,7 +158,7 @@ void serve(AmRound& r, AmProgress& progress, const std::uint64_t& handled) {
   for (std::uint64_t seen = 0; handled < r.total(); seen = handled)
     progress.until([&] { return handled != seen; },
                    seen == 0 ? "request from the client" : "next request");
-  progress.until([&] { return r.session.line_waiting(); }, "the client's count");
+  progress.until([&] { return r.session.line_waiting(); }, "the client's count", false);
   const uam::Stats& st = r.am.stats();
   finish_round(r.session, handled, [&]() -> std::string {
     if (st.malformed + st.protocol_errors + st.unknown_handler != 0)

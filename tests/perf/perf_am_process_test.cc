@@ -5,8 +5,10 @@
 // its own TCP port (19130 ..).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "json_check.h"
@@ -190,6 +192,31 @@ TEST(PerfAmProcess, MismatchedWindowEndsBothSidesWithTheSettingNamed) {
   EXPECT_NE(p.client_err.find(msg), std::string::npos) << show(p);
   EXPECT_NE(p.server_err.find(msg), std::string::npos) << show(p);
   EXPECT_TRUE(rows(p.client_out).empty());
+}
+
+// A client that dies mid-round ends the server within seconds, not after --timeout_ms: the server
+// watches the session while it waits for requests.
+TEST(PerfAmProcess, ServerLeavesSoonWhenTheClientDies) {
+  UNET_REQUIRE_DEVICE();
+  std::vector<std::string> args =
+      with_device({"--test", "am_lat", "-s", "8", "-n", "5000000"}, 19143);
+  args.insert(args.end(), {"--timeout_ms", "120000"});  // the later --timeout_ms wins
+  Perf server("am_dies_server", args);
+  args.push_back("127.0.0.1");
+  Perf client("am_dies_client", args);
+  const auto start = std::chrono::steady_clock::now();
+  while (client.out().find("#bytes") == std::string::npos &&
+         std::chrono::steady_clock::now() - start < 60s)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_NE(client.out().find("#bytes"), std::string::npos) << client.err() << server.err();
+  std::this_thread::sleep_for(1s);  // into the round (5 million round trips take minutes)
+  client.kill_now();
+  EXPECT_NE(client.wait(10s), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  EXPECT_EQ(server.wait(60s), 1) << server.err();
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 15s);
+  EXPECT_NE(server.err().find("the client left the round while waiting for"), std::string::npos)
+      << server.err();
 }
 
 }  // namespace

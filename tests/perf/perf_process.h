@@ -79,6 +79,10 @@ class Perf {
     reaped_ = true;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
+  // Ends the process at once (SIGKILL), as a crash would.
+  void kill_now() {
+    if (spawned_ && !reaped_) kill(pid_, SIGKILL);
+  }
   std::string out() const { return read_file(out_); }
   std::string err() const { return read_file(err_); }
 
