@@ -138,7 +138,8 @@ def run_pair(server, client, timeout, settle=2.0, env=None):
         try:
             srv_out, _ = srv.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise ToolError(f"{' '.join(server)}: server did not finish within {timeout} s")
+            raise ToolError(f"{' '.join(server)}: server did not finish within {timeout} s; the client "
+                            f"exited {cli.returncode}:\n{cli.stdout[-1500:]}")
         if cli.returncode != 0 or srv.returncode != 0:
             raise ToolError(f"{' '.join(client)} exited {cli.returncode} (server {srv.returncode}):\n"
                             f"{cli.stdout[-2000:]}\n--- server:\n{srv_out[-1000:]}")
