@@ -2,12 +2,20 @@
 """bench/compare: unet beside the tools users trust, in one run on one device.
 
 Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat, ib_read_lat,
-ib_send_bw, ib_write_bw — with the same sizes and iteration counts, interleaved (the order of each
-pair alternates between rounds), for several rounds, and reports for each pair the median of the
-rounds and the median unet / peer ratio with its spread (min..max over rounds): emulated timings
-are noisy, ratios within one run are what mean something. Context peers that have no unet twin
-in this issue run once per round beside them: ucx_perftest over rc_verbs (am_lat, am_bw),
-rsockets (rstream) and kernel TCP over the VM's veth (sockperf ping-pong).
+ib_send_bw, ib_write_bw for the endpoint tests, ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
+for the active-message tests on unet RC and UD — with the same sizes and iteration counts,
+interleaved (the order of each pair alternates between rounds), for several rounds, and reports
+for each pair the median of the rounds and the median unet / peer ratio with its spread (min..max
+over rounds): emulated timings are noisy, ratios within one run are what mean something. Context
+peers that have no unet twin run once per round beside them: rsockets (rstream) and kernel TCP over
+the VM's veth (sockperf ping-pong). --tests runs a subset (e.g. --tests am_lat,am_bw).
+
+Active messages: unet's -s is the payload, behind a 16-byte header and one argument word;
+ucx_perftest's -s is the whole message, its 8-byte AM header included (short up to 64 bytes, else
+bcopy; above its 8 KiB bounce buffers UCX_RC_VERBS_SEG_SIZE is raised to fit). Both run the same
+credit window (--am-window: unet's --window, ucx_perftest's -W) and warm-up. The am sizes are
+clipped to what uam carries: 65535 bytes on RC, the path MTU less 24 bytes on UD (unet_perf
+--limits); ucx_perftest runs the same clipped size.
 
 Writes OUT/results.json (every sample, the configuration), OUT/results.md (the table) and
 OUT/latency.png, OUT/bandwidth.png (log-log, peers overlaid; needs python3-matplotlib).
@@ -25,6 +33,12 @@ import sys
 import time
 
 LAT, BW = "lat", "bw"
+TESTS = ("ep_lat", "da_write_lat", "da_read_lat", "ep_bw", "da_write_bw", "am_lat", "am_bw")
+# unet_perf's default warm-up iterations, which ucx_perftest is given too (-w).
+WARMUP = {LAT: 100, BW: 0}
+# UCT's rc_verbs bcopy/zcopy active messages fit its bounce buffers (UCX_RC_VERBS_SEG_SIZE, 8256
+# bytes by default, less a 1-byte header).
+UCX_AM_BCOPY_MAX = 8255
 
 
 def parse_args():
@@ -41,11 +55,21 @@ def parse_args():
     p.add_argument("--bw-sizes", default="64,65536")
     p.add_argument("--port", type=int, default=18515)
     p.add_argument("--timeout", type=int, default=300, help="seconds for any one process")
-    p.add_argument("--no-context", action="store_true", help="skip ucx_perftest, rstream and sockperf")
+    p.add_argument("--no-context", action="store_true", help="skip rstream and sockperf")
+    p.add_argument("--tests", default=",".join(TESTS),
+                   help=f"unet_perf tests to pair, comma-separated (default all: {','.join(TESTS)})")
+    p.add_argument("--am-window", type=int, default=8,
+                   help="credit window of am_bw, both sides (unet --window, ucx_perftest -W; default uam's 8)")
     p.add_argument("--out", default=None, help="output directory (default BUILD/compare)")
     a = p.parse_args()
     if a.rounds < 1 or a.lat_iters < 1 or a.bw_iters < 1:
         p.error("--rounds and iteration counts must be positive")
+    if not 1 <= a.am_window <= 127:
+        p.error("--am-window is uam's credit window, 1..127")
+    a.tests = [t for t in a.tests.split(",") if t]
+    unknown = [t for t in a.tests if t not in TESTS]
+    if unknown or not a.tests:
+        p.error(f"--tests takes some of {','.join(TESTS)}, not {','.join(unknown) or 'nothing'}")
     try:
         a.lat_sizes = [int(s) for s in a.lat_sizes.split(",")]
         a.bw_sizes = [int(s) for s in a.bw_sizes.split(",")]
@@ -97,22 +121,25 @@ def pinning():
 PIN_SERVER, PIN_CLIENT = pinning()
 
 
-def run_pair(server, client, timeout, settle=2.0):
+def run_pair(server, client, timeout, settle=2.0, env=None):
     """Starts `server`, waits `settle` seconds (perftest's server is not always listening after
-    1 s under TCG), runs `client`; returns the client's output. Both bounded by `timeout`."""
+    1 s under TCG), runs `client`; returns the client's output. Both bounded by `timeout`; `env`
+    adds environment variables to both."""
     server, client = PIN_SERVER + server, PIN_CLIENT + client
-    srv = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, **env} if env else None
+    srv = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         time.sleep(settle)
         try:
             cli = subprocess.run(client, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                 timeout=timeout)
+                                 timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
             raise ToolError(f"{' '.join(client)}: no result within {timeout} s")
         try:
             srv_out, _ = srv.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise ToolError(f"{' '.join(server)}: server did not finish within {timeout} s")
+            raise ToolError(f"{' '.join(server)}: server did not finish within {timeout} s; the client "
+                            f"exited {cli.returncode}:\n{cli.stdout[-1500:]}")
         if cli.returncode != 0 or srv.returncode != 0:
             raise ToolError(f"{' '.join(client)} exited {cli.returncode} (server {srv.returncode}):\n"
                             f"{cli.stdout[-2000:]}\n--- server:\n{srv_out[-1000:]}")
@@ -145,6 +172,9 @@ def perftest_bw(out, size):
 
 
 def ucx_final(out):
+    """ucx_perftest's closing row: iterations, latency 50%ile / average / overall [us], bandwidth
+    average / overall [MB/s, MB = 2^20], message rate average / overall [msg/s]. "average" is the
+    last report interval, "overall" the whole run."""
     for line in out.splitlines():
         if line.startswith("Final:"):
             return [float(x) for x in line.split()[1:]]
@@ -172,15 +202,33 @@ class Runner:
                "-n", str(iters), "-p", port, "--timeout_ms", str(self.a.timeout * 1000), *extra]
         return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, settle=1.0)
 
-    def ucx(self, test, size, iters):
+    def ucx(self, test, size, iters, warmup):
         port = str(self.next_port())
         cmd = ["ucx_perftest", "-p", port]
         # UCT's short active messages carry at most a few dozen bytes on rc_verbs; larger ones are
         # bcopy (copied into a bounce buffer, as unet's base-level endpoint copies into its segment).
         layout = "short" if size <= 64 else "bcopy"
         client = cmd + ["127.0.0.1", "-d", f"{self.a.device}:1", "-x", "rc_verbs", "-t", test, "-D", layout,
-                        "-s", str(size), "-n", str(iters)]
-        return run_pair(cmd, client, self.a.timeout)
+                        "-s", str(size), "-n", str(iters), "-w", str(warmup), "-W", str(self.a.am_window)]
+        env = {"UCX_RC_VERBS_SEG_SIZE": str(size + 4096)} if size > UCX_AM_BCOPY_MAX else None
+        return run_pair(cmd, client, self.a.timeout, env=env)
+
+    def peer(self, tool, kind, size, iters):
+        """The peer of a case: a perftest tool, or "ucx_perftest TEST"."""
+        if tool.startswith("ucx_perftest "):
+            return self.ucx(tool.split()[1], size, iters, WARMUP[kind])
+        return self.perftest(tool, size, iters)
+
+    def limit(self, test, transport):
+        """The largest -s unet_perf takes for `test` on `transport` on this device (--limits)."""
+        cmd = [self.a.unet_perf, "--test", test, "-c", transport, "-d", self.a.device, "-x", str(self.a.gid),
+               "--limits"]
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=self.a.timeout).stdout
+        m = re.fullmatch(r"max_size ([0-9]+)\n", out)
+        if not m:
+            raise ToolError(f"{' '.join(cmd)}: no limit in:\n{out[-1500:]}")
+        return int(m.group(1))
 
     def rstream(self, size, iters):
         server = ["rstream", "-b", self.a.address, "-S", str(size), "-C", str(iters)]
@@ -223,30 +271,46 @@ def rstream_count(text):
 EP_BW_BATCH = 16
 
 
-def cases(a):
-    """(name, kind, size, unet test, unet extra flags, perftest tool, metric)."""
+def bw_metric(size):
+    return "MsgRate Mpps" if size <= 1024 else "BW average MB/s"
+
+
+def cases(a, limits):
+    """(name, kind, size, unet test, unet extra flags, peer tool, metric, transport), for the tests
+    in --tests. `limits` maps a transport to uam's largest payload there (am sizes are clipped to
+    it, and a clipped size that repeats one already there is dropped)."""
     out = []
     for s in a.lat_sizes:
-        out.append((f"ep_lat {s} B", LAT, s, "ep_lat", (), "ib_send_lat", "t_typical us"))
-    out.append(("da_write_lat 8 B", LAT, 8, "da_write_lat", (), "ib_write_lat", "t_typical us"))
-    out.append(("da_read_lat 8 B", LAT, 8, "da_read_lat", (), "ib_read_lat", "t_typical us"))
+        out.append((f"ep_lat {s} B", LAT, s, "ep_lat", (), "ib_send_lat", "t_typical us", "RC"))
+    out.append(("da_write_lat 8 B", LAT, 8, "da_write_lat", (), "ib_write_lat", "t_typical us", "RC"))
+    out.append(("da_read_lat 8 B", LAT, 8, "da_read_lat", (), "ib_read_lat", "t_typical us", "RC"))
     batch = ("--batch", str(EP_BW_BATCH))
     for s in a.bw_sizes:
-        metric = "MsgRate Mpps" if s <= 1024 else "BW average MB/s"
-        out.append((f"ep_bw {s} B --batch {EP_BW_BATCH}", BW, s, "ep_bw", batch, "ib_send_bw", metric))
+        out.append((f"ep_bw {s} B --batch {EP_BW_BATCH}", BW, s, "ep_bw", batch, "ib_send_bw", bw_metric(s), "RC"))
     big = max(a.bw_sizes)
-    out.append((f"da_write_bw {big} B", BW, big, "da_write_bw", (), "ib_write_bw", "BW average MB/s"))
-    return out
+    out.append((f"da_write_bw {big} B", BW, big, "da_write_bw", (), "ib_write_bw", "BW average MB/s", "RC"))
+    # Active messages, unet RC and UD each against ucx_perftest over rc_verbs: am_lat at 8 B and
+    # the ep_lat sizes, am_bw at the bw sizes (64 KiB becomes the largest payload), batched as ep_bw.
+    window = ("--window", str(a.am_window))
+    for transport in ("RC", "UD") if "am_lat" in a.tests or "am_bw" in a.tests else ():
+        c = ("-c", transport)
+        for s in sorted({min(s, limits[transport]) for s in [8, *a.lat_sizes]}):
+            out.append((f"am_lat {transport} {s} B", LAT, s, "am_lat", c, "ucx_perftest am_lat", "t_typical us",
+                        transport))
+        for s in sorted({min(s, limits[transport]) for s in a.bw_sizes}):
+            out.append((f"am_bw {transport} {s} B --batch {EP_BW_BATCH}", BW, s, "am_bw", c + batch + window,
+                        "ucx_perftest am_bw", bw_metric(s), transport))
+    return [x for x in out if x[3] in a.tests]
 
 
-def measure(run, kind, size):
+def measure(run, kind, size, tool=""):
     """Runs a tool and parses its figures; again (up to three runs) when it printed no usable
     figure (under TCG perftest now and then prints "inf" or a zero rate). A third failure ends the
     run."""
     for attempt in (1, 2, 3):
         out = run()
         try:
-            f = figures(kind, size, out)
+            f = figures(kind, size, out, tool)
             if f["value"] > 0 and f["value"] != float("inf"):
                 return f
             why = f"a figure of {f['value']}"
@@ -257,12 +321,21 @@ def measure(run, kind, size):
         print(f"compare: no usable figure ({why.splitlines()[0]}), running it again", flush=True)
 
 
-def figures(kind, size, out):
-    """The run's figures: latency, or bandwidth and message rate; `value` is the one compared."""
-    if kind == LAT:
+def figures(kind, size, out, tool=""):
+    """The run's figures: latency, or bandwidth and message rate; `value` is the one compared.
+    unet_perf and perftest print perftest's tables; ucx_perftest its Final row, of which the
+    50%ile (half round trip, as t_typical) and the overall bandwidth and rate (the whole run, as
+    unet's BW average from first post to last completion)."""
+    if tool.startswith("ucx_perftest"):
+        f = ucx_final(out)
+        if kind == LAT:
+            return {"value": f[1], "latency_us": f[1]}
+        bw, rate = f[5], f[7] / 1e6
+    elif kind == LAT:
         lat = perftest_latency(out, size)
         return {"value": lat, "latency_us": lat}
-    bw, rate = perftest_bw(out, size)
+    else:
+        bw, rate = perftest_bw(out, size)
     return {"value": rate if size <= 1024 else bw, "bw_MBps": bw, "msg_rate_Mpps": rate}
 
 
@@ -270,27 +343,32 @@ def main():
     a = parse_args()
     os.makedirs(a.out, exist_ok=True)
     r = Runner(a)
-    plan = cases(a)
+    am = "am_lat" in a.tests or "am_bw" in a.tests
+    limits = {t: r.limit("am_lat", t) for t in ("RC", "UD")} if am else {}
+    plan = cases(a, limits)
     results = {c[0]: {"kind": c[1], "size": c[2], "unet_test": c[3], "peer": c[5], "metric": c[6],
-                      "unet": [], "peer_values": [], "unet_runs": [], "peer_runs": []} for c in plan}
+                      "transport": c[7], "unet": [], "peer_values": [], "unet_runs": [], "peer_runs": []}
+               for c in plan}
     context = {}
     print(f"compare: device {a.device}, GID {a.gid}, {a.rounds} rounds, latency {a.lat_iters} / "
-          f"bandwidth {a.bw_iters} iterations", flush=True)
+          f"bandwidth {a.bw_iters} iterations; tests {','.join(a.tests)}"
+          + (f"; uam payload limit RC {limits['RC']} B, UD {limits['UD']} B" if am else ""), flush=True)
     for rnd in range(a.rounds):
-        for name, kind, size, test, unet_flags, tool, _ in plan:
+        for name, kind, size, test, unet_flags, tool, _, _ in plan:
             iters = a.lat_iters if kind == LAT else a.bw_iters
             first_unet = rnd % 2 == 1  # alternate who goes first
             order = ["unet", "peer"] if first_unet else ["peer", "unet"]
             got = {}
             for who in order:
                 got[who] = measure(lambda: r.unet(test, size, iters, unet_flags) if who == "unet"
-                                   else r.perftest(tool, size, iters), kind, size)
+                                   else r.peer(tool, kind, size, iters), kind, size,
+                                   "" if who == "unet" else tool)
             x = results[name]
             x["unet"].append(got["unet"]["value"])
             x["peer_values"].append(got["peer"]["value"])
             x["unet_runs"].append(got["unet"])
             x["peer_runs"].append(got["peer"])
-            print(f"round {rnd + 1}: {name:<22} unet {x['unet'][-1]:<10g} {tool} {x['peer_values'][-1]:<10g} "
+            print(f"round {rnd + 1}: {name:<30} unet {x['unet'][-1]:<10g} {tool} {x['peer_values'][-1]:<10g} "
                   f"ratio {x['unet'][-1] / x['peer_values'][-1]:.3f}", flush=True)
         if not a.no_context:
             run_context(a, r, context)
@@ -300,18 +378,16 @@ def main():
 
 
 def run_context(a, r, context):
-    """Peers without a unet twin here: one sample each per round, for the table and the plots."""
+    """Peers without a unet twin: one sample each per round, for the table and the plots."""
     def add(key, value):
         context.setdefault(key, []).append(value)
-    for s in a.lat_sizes:
-        add(f"ucx_perftest am_lat {s} B", ucx_final(r.ucx("am_lat", s, a.lat_iters))[1])  # 50%ile us
-    add("ucx_perftest am_bw 64 B Mpps", ucx_final(r.ucx("am_bw", 64, a.bw_iters))[6] / 1e6)  # msg/s average
     if a.address:
         for s in a.lat_sizes:
             add(f"rstream {s} B", r.rstream(s, a.lat_iters))
         for s in a.lat_sizes:
             add(f"sockperf TCP {s} B", r.sockperf(s))
-    print("context: " + "  ".join(f"{k} {v[-1]:g}" for k, v in context.items()), flush=True)
+    if context:
+        print("context: " + "  ".join(f"{k} {v[-1]:g}" for k, v in context.items()), flush=True)
 
 
 def summarize(results):
@@ -361,23 +437,31 @@ def plot(a, results, context):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    def series(kind, test, field):
-        """(size, unet median, peer median, peer name) of `field` for every case of `test`."""
+    def series(kind, test, transport, field):
+        """(size, unet median, peer median, peer name) of `field` for every case of `test` on
+        `transport`."""
         return sorted((x["size"], statistics.median(r[field] for r in x["unet_runs"]),
                        statistics.median(r[field] for r in x["peer_runs"]), x["peer"])
-                      for x in results.values() if x["kind"] == kind and x["unet_test"] == test)
+                      for x in results.values()
+                      if x["kind"] == kind and x["unet_test"] == test and x["transport"] == transport)
 
     for kind, fname, ylabel, field, tests in (
-            (LAT, "latency.png", "half round trip [us]", "latency_us", ("ep_lat",)),
-            (BW, "bandwidth.png", "BW average [MB/s]", "bw_MBps", ("ep_bw", "da_write_bw"))):
+            (LAT, "latency.png", "half round trip [us]", "latency_us",
+             (("ep_lat", "RC"), ("am_lat", "RC"), ("am_lat", "UD"))),
+            (BW, "bandwidth.png", "BW average [MB/s]", "bw_MBps",
+             (("ep_bw", "RC"), ("da_write_bw", "RC"), ("am_bw", "RC"), ("am_bw", "UD")))):
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for test in tests:
-            pts = series(kind, test, field)
+        peers = set()  # each peer's line once (am UD's ucx_perftest runs repeat RC's sizes)
+        for test, transport in tests:
+            pts = series(kind, test, transport, field)
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"unet {test}")
-                ax.plot([p[0] for p in pts], [p[2] for p in pts], "s--", label=pts[0][3])
+                label = f"unet {test}" + (f" {transport}" if test.startswith("am_") else "")
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
+                if pts[0][3] not in peers:
+                    peers.add(pts[0][3])
+                    ax.plot([p[0] for p in pts], [p[2] for p in pts], "s--", label=pts[0][3])
         if kind == LAT:
-            for prefix in ("ucx_perftest am_lat", "rstream", "sockperf TCP"):
+            for prefix in ("rstream", "sockperf TCP"):
                 pts = sorted((int(k.split()[-2]), statistics.median(v)) for k, v in context.items()
                              if k.startswith(prefix))
                 if pts:

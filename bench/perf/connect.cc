@@ -1,6 +1,10 @@
 #include "connect.h"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace unet::perf {
 namespace {
@@ -56,8 +60,19 @@ void Session::check_settings(const PerfConfig& c) {
   send_line("ok");
 }
 
-core::ChannelId connect_channel(core::Endpoint& ep, const PerfConfig& c, Session& s) {
-  // (--oob rc_pingpong: its connector goes here; make_config refuses it until then.)
+bool Session::line_waiting() const {
+  pollfd p{sock_.fd(), POLLIN, 0};
+  const int n = ::poll(&p, 1, 0);
+  if (n < 0 && errno != EINTR)
+    throw PerfError(std::string("poll on the session: ") + std::strerror(errno));
+  return n > 0;  // readable, or closed (the next recv_line says which)
+}
+
+namespace {
+
+// Both endpoint kinds have the same set-up calls.
+template <class Ep>
+core::ChannelId connect_any(Ep& ep, const PerfConfig& c, Session& s) {
   if (c.rdma_cm) {
     if (s.client()) {
       const std::string ready = s.recv_line();
@@ -80,6 +95,36 @@ core::ChannelId connect_channel(core::Endpoint& ep, const PerfConfig& c, Session
   core::ChannelId ch = ep.accept_offer(offer, s.recv_line());
   s.send_line(mine);
   return ch;
+}
+
+}  // namespace
+
+core::ChannelId connect_channel(core::Endpoint& ep, const PerfConfig& c, Session& s) {
+  return connect_any(ep, c, s);
+}
+
+core::ChannelId connect_channel(uam::Endpoint& ep, const PerfConfig& c, Session& s) {
+  return connect_any(ep, c, s);
+}
+
+std::string agree_size(Session& s, std::uint32_t size, const std::string& state) {
+  const std::string tag = "size " + std::to_string(size) + " ";
+  std::string peer;
+  if (s.client()) {
+    s.send_line(tag + state);
+    peer = s.recv_line();
+  } else {
+    peer = s.recv_line();
+    s.send_line(tag + state);
+  }
+  const std::string who = s.client() ? "the server" : "the client";
+  if (state.rfind("error ", 0) == 0) throw PerfError(state.substr(6));
+  if (peer.rfind(tag, 0) != 0) throw PerfError(who + " is at another size: '" + peer + "'");
+  peer.erase(0, tag.size());
+  if (peer.rfind("error ", 0) == 0) throw PerfError(who + " failed: " + peer.substr(6));
+  if (state.rfind("skip ", 0) == 0) return state.substr(5);
+  if (peer.rfind("skip ", 0) == 0) return who + ": " + peer.substr(5);
+  return "";
 }
 
 core::RemoteToken exchange_tokens(Session& s, const core::RemoteToken& mine) {
@@ -110,8 +155,9 @@ std::chrono::milliseconds idle_server_wait(const PerfConfig& c, std::uint64_t by
   return c.timeout + std::chrono::milliseconds(bytes / 1049);  // 1 MiB/s = 1048.576 bytes per ms
 }
 
-void finish_round(Session& s, std::uint64_t count, const std::function<std::string()>& server_check,
-                  std::chrono::milliseconds server_wait) {
+std::uint64_t finish_round(Session& s, std::uint64_t count,
+                           const std::function<std::string()>& server_check,
+                           std::chrono::milliseconds server_wait) {
   if (s.client()) {
     s.send_line("done " + std::to_string(count));
     const std::string answer = s.recv_line();
@@ -120,7 +166,7 @@ void finish_round(Session& s, std::uint64_t count, const std::function<std::stri
     if (theirs != count)
       throw PerfError("the client sent " + std::to_string(count) +
                       " messages but the server counted '" + answer + "'");
-    return;
+    return theirs;
   }
   const std::string line = server_wait.count() > 0 ? s.recv_line(server_wait) : s.recv_line();
   const std::uint64_t theirs = parse_count(line, "done ");
@@ -135,6 +181,7 @@ void finish_round(Session& s, std::uint64_t count, const std::function<std::stri
     throw PerfError(problem);
   }
   s.send_line("done " + std::to_string(count));
+  return theirs;
 }
 
 }  // namespace unet::perf

@@ -19,6 +19,7 @@
 #include "options.h"
 #include "unet/core/endpoint.h"
 #include "unet/core/remote_token.h"
+#include "unet/uam/endpoint.h"
 #include "unet/verbs/oob.h"
 
 namespace unet::perf {
@@ -39,6 +40,9 @@ class Session {
   void send_line(std::string_view line);  // appends '\n'
   std::string recv_line();                // bounded by --timeout_ms
   std::string recv_line(std::chrono::milliseconds timeout);
+  // True when the peer has sent something not read yet (never blocks): a side that must keep
+  // polling its endpoint until the peer's next line (am_*'s server) asks this between polls.
+  bool line_waiting() const;
 
   // The settings check (the client sends, the server compares and answers). Throws PerfError
   // naming the differing setting, on both sides.
@@ -57,6 +61,13 @@ class Session {
 // so over the session; the client connects to HOST:-p). --oob rc_pingpong will add its connector
 // here (bench/interop/rc_pingpong_oob.h), not built yet.
 core::ChannelId connect_channel(core::Endpoint& ep, const PerfConfig& c, Session& s);
+// The same for an active-message endpoint (its own offer/accept calls add the channel's state).
+core::ChannelId connect_channel(uam::Endpoint& ep, const PerfConfig& c, Session& s);
+
+// The per-size handshake: each side says whether it can run `size` ("ok", "skip <why>" or
+// "error <why>" in `state`; client first). Returns "" when both run it, else the reason it is
+// skipped; throws PerfError when either side failed or the peer is at another size.
+std::string agree_size(Session& s, std::uint32_t size, const std::string& state);
 
 // Swaps remote tokens (client first); returns the peer's.
 core::RemoteToken exchange_tokens(Session& s, const core::RemoteToken& mine);
@@ -68,9 +79,10 @@ void sync_go(Session& s);
 // `server_check()` (a description of what is wrong, "" if nothing), and answers. A difference
 // throws PerfError on both sides. `server_wait` bounds the server's wait for the client's count
 // when the server has nothing to do meanwhile (one-sided tests); zero means --timeout_ms.
-void finish_round(Session& s, std::uint64_t count,
-                  const std::function<std::string()>& server_check = {},
-                  std::chrono::milliseconds server_wait = {});
+// Returns the peer's count (equal to `count`, or it threw).
+std::uint64_t finish_round(Session& s, std::uint64_t count,
+                           const std::function<std::string()>& server_check = {},
+                           std::chrono::milliseconds server_wait = {});
 
 // How long a server that only waits may wait for a client moving `bytes`: --timeout_ms plus the
 // time at a (very slow) 1 MiB/s. The client itself is bounded by --timeout_ms per step, and its

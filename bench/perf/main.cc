@@ -4,13 +4,15 @@
 //   client:  unet_perf --test ep_lat -d rxe0 HOST
 //
 // Tests: ep_lat, ep_bw (base-level U-Net send/recv through core::Endpoint), da_write_lat,
-// da_write_bw, da_read_lat (direct-access: grant / write / read with a RemoteToken). Flags keep
+// da_write_bw, da_read_lat (direct-access: grant / write / read with a RemoteToken), am_lat, am_bw
+// (U-Net Active Messages: request/reply and request streams through uam::Endpoint). Flags keep
 // perftest's names and meanings (-d -i -x -p -s -a -n -c -I -R -e -F); see --help. The client
 // prints perftest's table on stdout; --json FILE writes the same figures and the configuration.
 //
 // The run, in order: flags -> PerfConfig (options.cc); the device is probed so that a bad -d, -i
 // or -x fails at once; the TCP session and the settings check (connect.cc); then per size a fresh
-// endpoint and channel, the test (ep_tests.cc, da_tests.cc), and the closing count check.
+// endpoint and channel, the test (ep_tests.cc, da_tests.cc, am_tests.cc), and the closing count
+// check.
 #include <gflags/gflags.h>
 #include <unistd.h>
 
@@ -35,13 +37,18 @@
 #include "unet/core/endpoint.h"
 #include "unet/verbs/error.h"
 
-DEFINE_string(test, "", "ep_lat, ep_bw, da_write_lat, da_write_bw or da_read_lat");
+DEFINE_string(test, "", "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat or am_bw");
 DEFINE_string(d, "", "RDMA device (default: the first)");
 DEFINE_int32(i, 1, "port of the device");
 DEFINE_int32(x, -1, "GID index (default: chosen like perftest)");
 DEFINE_int32(p, 18515, "TCP port of the out-of-band session (and of rdma_cm with -R)");
-DEFINE_int64(s, 2, "message size in bytes (default 2 for *_lat, 65536 for *_bw)");
-DEFINE_bool(a, false, "run every size from 2 to 8388608 bytes (powers of two)");
+DEFINE_int64(
+    s, 2,
+    "message size in bytes (default 2 for *_lat, 65536 for *_bw); am_*: the payload, up to "
+    "65535 (UD: the path MTU less the 24-byte header), default for am_bw the largest");
+DEFINE_bool(
+    a, false,
+    "run every size from 2 to 8388608 bytes (powers of two); am_*: up to the largest payload");
 DEFINE_int64(n, 1000, "timed iterations per size (default 1000; 5000 for da_write_bw)");
 DEFINE_string(c, "RC", "transport: RC or UD (UD for ep_* only)");
 DEFINE_int32(I, 44,
@@ -63,6 +70,10 @@ DEFINE_string(oob, "unet",
               "and -n (and -p/-m if not default); ep_lat, RC, no warm-up unless --warmup is given: "
               "the tool's -n counts every message");
 DEFINE_int32(m, 0, "--oob rc_pingpong / ib_send_lat: path MTU, as the tool's -m (default: the tool's)");
+DEFINE_int32(window, 8, "am_*: uam's credit window, requests outstanding per channel (1..127)");
+DEFINE_bool(
+    limits, false,
+    "print the largest -s of --test on -c for this device ('max_size N') and exit; no peer");
 
 using namespace unet;
 using namespace unet::perf;
@@ -98,6 +109,8 @@ RawFlags raw_flags(int argc, char** argv) {
   f.timeout_ms = FLAGS_timeout_ms;
   f.oob = FLAGS_oob;
   if (!is_default("m")) f.mtu = FLAGS_m;
+  if (!is_default("window")) f.window = FLAGS_window;
+  f.limits = FLAGS_limits;
   for (int k = 1; k < argc; ++k) f.hosts.emplace_back(argv[k]);
   return f;
 }
@@ -145,6 +158,9 @@ SizeResult run_test(Round& r) {
       return run_da_write_bw(r);
     case TestKind::kDaReadLat:
       return run_da_read_lat(r);
+    case TestKind::kAmLat:
+    case TestKind::kAmBw:
+      break;  // run_am_size: on a uam::Endpoint
   }
   throw PerfError("unknown test");
 }
@@ -165,28 +181,10 @@ SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
   } catch (const verbs::Error& e) {
     state = std::string("error ") + e.what();
   }
-  const std::string tag = "size " + std::to_string(size) + " ";
-  std::string peer;
-  if (s.client()) {
-    s.send_line(tag + state);
-    peer = s.recv_line();
-  } else {
-    peer = s.recv_line();
-    s.send_line(tag + state);
-  }
-  const std::string who = s.client() ? "the server" : "the client";
-  if (state.rfind("error ", 0) == 0) throw PerfError(state.substr(6));
-  if (peer.rfind(tag, 0) != 0) throw PerfError(who + " is at another size: '" + peer + "'");
-  peer.erase(0, tag.size());
-  if (peer.rfind("error ", 0) == 0) throw PerfError(who + " failed: " + peer.substr(6));
-  SizeResult skipped{size, c.iterations, {}, {}, {}};
-  if (state.rfind("skip ", 0) == 0) {
-    skipped.skipped = state.substr(5);
-    return skipped;
-  }
-  if (peer.rfind("skip ", 0) == 0) {
-    skipped.skipped = who + ": " + peer.substr(5);
-    return skipped;
+  SizeResult result{size, c.iterations, {}, {}, {}, {}};
+  if (std::string skip = agree_size(s, size, state); !skip.empty()) {
+    result.skipped = skip;
+    return result;
   }
   const core::ChannelId ch = connect_channel(*ep, c, s);
   Round round{c, &s, *ep, ch, size, clock, {}, {}};
@@ -250,7 +248,7 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   auto made = make_config(raw_flags(argc, argv));
   if (auto* err = std::get_if<std::string>(&made)) die(*err);
-  const PerfConfig cfg = std::get<PerfConfig>(made);
+  PerfConfig cfg = std::get<PerfConfig>(made);
 
   try {
     RunInfo info;
@@ -258,7 +256,18 @@ int main(int argc, char** argv) {
     const auto [inline_threshold, inline_post_limit, max_message] = probe_device(cfg);
     info.inline_threshold = cfg.mode == core::Mode::kDirectAccess ? 0 : inline_threshold;
     info.inline_post_limit = cfg.mode == core::Mode::kDirectAccess ? 0 : inline_post_limit;
-    if (cfg.transport == core::Transport::kUd && !cfg.all_sizes && cfg.sizes.front() > max_message)
+    if (cfg.is_am()) info.am_limit = am_payload_limit(cfg.transport, max_message);
+    if (cfg.limits) {
+      const std::uint64_t most = cfg.is_am()                             ? info.am_limit
+                                 : cfg.transport == core::Transport::kUd ? max_message
+                                                                         : kMaxSize;
+      std::printf("max_size %llu\n", static_cast<unsigned long long>(most));
+      return 0;
+    }
+    if (cfg.is_am())
+      if (std::string bad = fit_am_sizes(cfg, info.am_limit); !bad.empty()) die(bad);
+    if (!cfg.is_am() && cfg.transport == core::Transport::kUd && !cfg.all_sizes &&
+        cfg.sizes.front() > max_message)
       die("-s " + std::to_string(cfg.sizes.front()) +
           " exceeds the largest UD message, the path MTU (" + std::to_string(max_message) +
           " bytes)");
@@ -289,7 +298,9 @@ int main(int argc, char** argv) {
       const std::uint32_t size = cfg.sizes[k];
       if (progress)
         std::fprintf(stderr, "\r# %u bytes (%zu of %zu)...   ", size, k + 1, cfg.sizes.size());
-      results.push_back(session ? run_size(cfg, *session, size, clock) : run_with_tool(cfg, clock));
+      results.push_back(!session      ? run_with_tool(cfg, clock)
+                        : cfg.is_am() ? run_am_size(cfg, *session, size, clock)
+                                      : run_size(cfg, *session, size, clock));
       const SizeResult& r = results.back();
       if (!r.skipped.empty())
         std::printf("# %u bytes skipped: %s\n", size, r.skipped.c_str());
@@ -307,6 +318,8 @@ int main(int argc, char** argv) {
   } catch (const PerfError& e) {
     die(e.what());
   } catch (const verbs::Error& e) {
+    die(e.what());
+  } catch (const std::exception& e) {  // uam's set-up: std::invalid_argument, std::length_error
     die(e.what());
   }
   return 0;

@@ -1,20 +1,25 @@
 #include "options.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
 namespace unet::perf {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, TestKind>, 5> kTests{{
+constexpr std::array<std::pair<std::string_view, TestKind>, 7> kTests{{
     {"ep_lat", TestKind::kEpLat},
     {"ep_bw", TestKind::kEpBw},
     {"da_write_lat", TestKind::kDaWriteLat},
     {"da_write_bw", TestKind::kDaWriteBw},
     {"da_read_lat", TestKind::kDaReadLat},
+    {"am_lat", TestKind::kAmLat},
+    {"am_bw", TestKind::kAmBw},
 }};
 
-bool is_direct(TestKind t) noexcept { return t != TestKind::kEpLat && t != TestKind::kEpBw; }
+bool is_direct(TestKind t) noexcept {
+  return t == TestKind::kDaWriteLat || t == TestKind::kDaWriteBw || t == TestKind::kDaReadLat;
+}
 
 std::string range_error(std::string_view flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
   return std::string(flag) + " " + std::to_string(v) + " is out of range (" + std::to_string(lo) +
@@ -35,6 +40,7 @@ Settings settings_of(const PerfConfig& c) {
       {"batch", std::to_string(c.batch)},
       {"warmup", std::to_string(c.warmup)},
       {"cm", c.rdma_cm ? "1" : "0"},
+      {"window", std::to_string(c.window)},
   };
 }
 
@@ -48,6 +54,7 @@ std::string_view flag_of(std::string_view key) noexcept {
   if (key == "batch") return "--batch";
   if (key == "warmup") return "--warmup";
   if (key == "cm") return "-R";
+  if (key == "window") return "--window";
   return "?";
 }
 
@@ -68,9 +75,16 @@ std::string_view mode_name(core::Mode m) noexcept {
   return m == core::Mode::kDirectAccess ? "direct" : "base";
 }
 
+std::vector<std::uint32_t> am_sweep(std::uint32_t limit) {
+  std::vector<std::uint32_t> sizes;
+  for (std::uint32_t s = 2; s < limit; s *= 2) sizes.push_back(s);
+  if (limit >= 1) sizes.push_back(limit);
+  return sizes;
+}
+
 std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   PerfConfig c;
-  const std::string tests = "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat";
+  const std::string tests = "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw";
   if (f.test.empty()) return "--test is required (" + tests + ")";
   bool found = false;
   for (const auto& [name, kind] : kTests)
@@ -114,15 +128,24 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
              (is_direct(c.test) ? "direct-access" : "base-level") + " test";
   }
 
-  if (f.all_sizes && f.size) return "-a runs every size from 2 to 8388608 bytes; drop -s";
+  // am_*: -s is the payload, up to uam's limit (UD lowers it to the path MTU: main.cc, sizing.h).
+  const std::uint64_t max_size = c.is_am() ? kMaxAmPayload : kMaxSize;
+  if (f.all_sizes && f.size)
+    return "-a runs every size from 2 to " + std::to_string(max_size) + " bytes; drop -s";
   c.all_sizes = f.all_sizes;
-  if (c.all_sizes) {
+  c.default_size = !f.all_sizes && !f.size;
+  if (c.all_sizes && c.is_am()) {
+    c.sizes = am_sweep(kMaxAmPayload);
+  } else if (c.all_sizes) {
     for (std::uint64_t s = 2; s <= kMaxSize; s *= 2)
       c.sizes.push_back(static_cast<std::uint32_t>(s));
   } else {
-    const std::int64_t s = f.size.value_or(c.is_latency() ? 2 : 65536);
-    if (s < 1 || static_cast<std::uint64_t>(s) > kMaxSize)
-      return range_error("-s", s, 1, static_cast<std::int64_t>(kMaxSize));
+    // perftest's defaults: 2 bytes for latency, 64 KiB for bandwidth (am_bw: the largest payload).
+    const std::int64_t s =
+        f.size.value_or(c.is_latency() ? 2 : std::min<std::int64_t>(65536, max_size));
+    if (s < 1 || static_cast<std::uint64_t>(s) > max_size)
+      return range_error("-s", s, 1, static_cast<std::int64_t>(max_size)) +
+             (c.is_am() ? " (an active message's payload)" : "");
     c.sizes.push_back(static_cast<std::uint32_t>(s));
   }
 
@@ -155,6 +178,14 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     return "-e is not available for " + f.test +
            " (as in perftest's WRITE tests: the receiver polls memory, no completion reports the "
            "data)";
+
+  if (f.window) {
+    if (!c.is_am()) return "--window applies to the am_* tests only (uam's credit window)";
+    if (*f.window < 1 || *f.window > kMaxAmWindow)
+      return range_error("--window", *f.window, 1, kMaxAmWindow);
+    c.window = static_cast<std::uint32_t>(*f.window);
+  }
+  c.limits = f.limits;
 
   if (f.timeout_ms < 1 || f.timeout_ms > 3600000)
     return range_error("--timeout_ms", f.timeout_ms, 1, 3600000);

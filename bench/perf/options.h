@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,16 +13,33 @@
 #include <vector>
 
 #include "unet/core/endpoint.h"
+#include "unet/uam/credit_window.h"
+#include "unet/uam/wire_header.h"
 
 namespace unet::perf {
 
-enum class TestKind : std::uint8_t { kEpLat, kEpBw, kDaWriteLat, kDaWriteBw, kDaReadLat };
+enum class TestKind : std::uint8_t {
+  kEpLat,
+  kEpBw,
+  kDaWriteLat,
+  kDaWriteBw,
+  kDaReadLat,
+  kAmLat,
+  kAmBw
+};
 enum class OobKind : std::uint8_t { kUnet, kRcPingpong, kIbSendLat };
 
 inline constexpr std::uint64_t kMaxSize = 8u << 20;         // perftest's MAX_SIZE, the top of -a
 inline constexpr std::uint64_t kMinIterations = 5;          // perftest's MIN_ITER
 inline constexpr std::uint64_t kMaxIterations = 100000000;  // perftest's MAX_ITER
 inline constexpr std::uint32_t kMaxBatch = 64;              // below the send queue depth (128)
+// am_*: one argument word (the message's index) rides with every active message, and a payload
+// carries at most uam's 16-bit length; UD lowers the limit to the path MTU (sizing.h).
+inline constexpr std::size_t kAmArgs = 1;
+inline constexpr std::uint32_t kMaxAmPayload = uam::kMaxPayload;
+inline constexpr std::uint32_t kDefaultAmWindow = uam::CreditWindow::kDefaultWindow;
+inline constexpr std::uint32_t kMaxAmWindow = uam::CreditWindow::kMaxWindow;
+static_assert(kMaxAmPayload <= kMaxSize, "am sizes are a subset of perftest's");
 
 // The flag values exactly as the user gave them; nullopt = the flag was left at its default.
 struct RawFlags {
@@ -44,6 +62,8 @@ struct RawFlags {
   std::int64_t timeout_ms = 20000;          // --timeout_ms
   std::string oob = "unet";                 // --oob
   std::optional<std::int64_t> mtu;          // -m (--oob rc_pingpong / ib_send_lat only)
+  std::optional<std::int64_t> window;       // --window (am_* only)
+  bool limits = false;                      // --limits
   std::vector<std::string> hosts;           // positional arguments (0 = server, 1 = client)
 };
 
@@ -53,8 +73,9 @@ struct PerfConfig {
   std::uint8_t ib_port = 1;
   std::optional<std::uint32_t> gid_index;
   std::uint16_t tcp_port = 18515;
-  std::vector<std::uint32_t> sizes;  // one (-s) or 2 .. 8 MiB (-a)
+  std::vector<std::uint32_t> sizes;  // one (-s) or 2 .. 8 MiB (-a; am_*: 2 .. the payload limit)
   bool all_sizes = false;
+  bool default_size = false;        // -s and -a not given (am_bw over UD then runs the UD limit)
   std::uint64_t iterations = 1000;  // timed iterations per size
   std::uint64_t warmup = 0;         // untimed iterations before them
   core::Transport transport = core::Transport::kRc;
@@ -67,24 +88,30 @@ struct PerfConfig {
   std::chrono::milliseconds timeout{20000};
   OobKind oob = OobKind::kUnet;
   std::uint32_t mtu = 0;  // --oob rc_pingpong / ib_send_lat: the tool's -m (0: the tool's default)
+  std::uint32_t window = kDefaultAmWindow;  // am_*: uam's credit window per channel
+  bool limits = false;  // --limits: print the largest -s for this test and transport, and exit
   std::string host;  // "" = server
 
   bool is_client() const noexcept { return !host.empty(); }
   bool is_latency() const noexcept {
-    return test != TestKind::kEpBw && test != TestKind::kDaWriteBw;
+    return test != TestKind::kEpBw && test != TestKind::kDaWriteBw && test != TestKind::kAmBw;
   }
+  bool is_am() const noexcept { return test == TestKind::kAmLat || test == TestKind::kAmBw; }
 };
 
 std::string_view test_name(TestKind t) noexcept;
 std::string_view transport_name(core::Transport t) noexcept;  // "RC" / "UD"
 std::string_view mode_name(core::Mode m) noexcept;            // "base" / "direct"
 
+// am_* -a: powers of two from 2 below `limit`, then `limit` itself (the largest payload).
+std::vector<std::uint32_t> am_sweep(std::uint32_t limit);
+
 // Checks the flags and builds the configuration, or says (one sentence, naming the flag) why not.
 std::variant<PerfConfig, std::string> make_config(const RawFlags& flags);
 
 // The settings both sides must share, as one line (ends with '\n'):
 //   "unet-perf/1 test=ep_lat size=2 iters=1000 transport=RC mode=base inline=default batch=1
-//    warmup=100 cm=0"
+//    warmup=100 cm=0 window=8"
 std::string settings_line(const PerfConfig& c);
 // Compares the peer's settings line with ours. nullopt when they agree; otherwise one message
 // naming the first setting that differs, the flag that sets it and both values. `peer_is_client`

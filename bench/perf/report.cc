@@ -23,6 +23,12 @@ std::string_view what_is_measured(TestKind t) noexcept {
       return "RDMA WRITE stream into a granted window; a message counts at its completion";
     case TestKind::kDaReadLat:
       return "RDMA READ round trips from a granted window";
+    case TestKind::kAmLat:
+      return "active-message request/reply ping-pong through uam::Endpoint (the reply carries "
+             "the same word and bytes)";
+    case TestKind::kAmBw:
+      return "active-message request stream through uam::Endpoint, no reply; a message counts when "
+             "its implicit completion (the server's acknowledgement) arrives";
   }
   return "?";
 }
@@ -81,6 +87,11 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
        (c.is_latency() ? ""
                        : ", --batch " + std::to_string(c.batch) + " (descriptors per doorbell)") +
        "\n";
+  if (c.is_am())
+    b += "# active messages: 1 argument word + -s payload bytes behind a " +
+         std::to_string(uam::header_bytes(0)) + "-byte header; payload up to " +
+         std::to_string(info.am_limit) + " bytes on " + std::string(transport_name(c.transport)) +
+         "; credit window " + std::to_string(c.window) + " requests\n";
   b += "# " + std::to_string(c.warmup) + " warm-up iterations excluded; ";
   if (c.test == TestKind::kDaReadLat)
     b += "latency is the full READ round trip (as ib_read_lat); t_typical is the median\n";
@@ -140,7 +151,14 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
   w.key("events").value(c.events);
   w.key("batch").value(c.batch);
   w.key("timeout_ms").value(static_cast<std::int64_t>(c.timeout.count()));
-  w.key("oob").value(c.oob == OobKind::kUnet ? "unet" : "rc_pingpong");
+  w.key("oob").value(c.oob == OobKind::kUnet        ? "unet"
+                     : c.oob == OobKind::kRcPingpong ? "rc_pingpong"
+                                                     : "ib_send_lat");
+  if (c.is_am()) {
+    w.key("am_window").value(c.window);
+    w.key("am_args").value(static_cast<std::uint32_t>(kAmArgs));
+    w.key("am_max_payload").value(info.am_limit);
+  }
   w.key("ticks_per_usec").value(info.ticks_per_us);
   w.end_object();
 
@@ -166,6 +184,7 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
       w.key("MsgRate").value(r.bandwidth->msg_rate_mpps);
       w.key("BW_peak_computed").value(r.bandwidth->peak_computed);
     }
+    if (r.server_count) w.key("server_count").value(*r.server_count);
     w.end_object();
   }
   w.end_array();

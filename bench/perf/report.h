@@ -45,6 +45,8 @@ struct SizeResult {
   std::optional<bench::LatencyStats> latency;
   std::optional<BwResult> bandwidth;
   std::string skipped;  // non-empty: not run, and why
+  // am_*: the messages the server's handlers ran (warm-up included), as it reported at the end.
+  std::optional<std::uint64_t> server_count;
 };
 
 // What only the device tells: for the banner and the report.
@@ -53,6 +55,7 @@ struct RunInfo {
   std::uint32_t inline_threshold = 0;   // the endpoint's effective one (inside the descriptor)
   double ticks_per_us = 0;
   std::uint32_t inline_post_limit = 0;  // buffer sends posted inline up to this size
+  std::uint32_t am_limit = 0;           // am_*: the largest payload on this transport
 };
 
 // The lines printed before the table, each starting with '#', e.g.

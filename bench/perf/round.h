@@ -1,5 +1,5 @@
 // One size of one test: the endpoint and channel it runs on, bounded waits that poll or sleep on
-// completion events (-e), the check pattern, and the five tests (ep_tests.cc, da_tests.cc).
+// completion events (-e), the check pattern, and the tests (ep_tests.cc, da_tests.cc, am_tests.cc).
 //
 // Rules for every timed loop: timestamps are cycle-counter reads into arrays allocated before the
 // loop; nothing is printed or allocated inside it; a failure throws PerfError (and ends the run).
@@ -106,12 +106,17 @@ class Progress {
   std::uint64_t patience_;
 };
 
-// The five tests. Each runs both sides (cfg.is_client()), ends with finish_round, and returns the
-// client's figures (the server's result carries only the size).
+// The core-endpoint tests. Each runs both sides (cfg.is_client()), ends with finish_round, and
+// returns the client's figures (the server's result carries only the size).
 SizeResult run_ep_lat(Round& r);
 SizeResult run_ep_bw(Round& r);
 SizeResult run_da_write_lat(Round& r);
 SizeResult run_da_write_bw(Round& r);
 SizeResult run_da_read_lat(Round& r);
+
+// One size of am_lat or am_bw (am_tests.cc): its uam::Endpoint, the per-size handshake, the
+// channel, the test and the closing count check. Returns the client's figures.
+SizeResult run_am_size(const PerfConfig& c, Session& s, std::uint32_t size,
+                       const core::CycleClock& clock);
 
 }  // namespace unet::perf

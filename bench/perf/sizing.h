@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "options.h"
 #include "unet/core/endpoint.h"
@@ -25,5 +27,28 @@ struct CreditPlan {
   std::uint64_t credit_every = 1;
 };
 CreditPlan credit_plan(std::uint32_t free_queue_depth) noexcept;
+
+// --- am_* (uam::Endpoint over a base-level core endpoint) ---
+
+// uam's receive-buffer budget for one channel with credit window `window` (uam/endpoint.h): W
+// requests, the replies to our W requests, and the explicit credit/ack messages they provoke.
+std::uint32_t am_receive_budget(std::uint32_t window) noexcept;
+// uam::Endpoint refuses a send queue below this (it keeps 40 slots for replies and credits).
+inline constexpr std::uint32_t kAmMinSendQueue = 80;
+
+// The endpoint for one am size: buffers that hold the payload with the largest header (RC) or a
+// page (UD: the path MTU is the limit); a free queue that carries uam's budget for one channel
+// plus core's repost batch (open channels * budget + repost batch - 1 <= free_queue_depth, the
+// rule uam::Endpoint checks when a channel opens); spare buffers for W requests in flight, the
+// reply reserve and sends awaiting their signalled completion; a send queue of at least 80.
+core::EndpointConfig am_endpoint_config(const PerfConfig& c, std::uint32_t size);
+
+// The largest am payload (-s) on `transport` for an endpoint whose messages may be `max_message`
+// bytes (UD: the path MTU; what a probe endpoint with 4096-byte buffers reports).
+std::uint32_t am_payload_limit(core::Transport transport, std::uint32_t max_message) noexcept;
+
+// The am sizes to run once the payload limit is known: -a sweeps up to it (am_sweep), a default
+// am_bw size becomes the limit when larger, and an explicit -s above it is an error (the message).
+std::string fit_am_sizes(PerfConfig& c, std::uint32_t limit);
 
 }  // namespace unet::perf

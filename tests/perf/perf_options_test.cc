@@ -129,6 +129,26 @@ const BadCase kBadCases[] = {
      "--oob ib_send_lat runs --test ep_lat only"},
     {"oob_unknown", [](RawFlags& f) { f.oob = "ssh"; },
      "--oob must be unet, rc_pingpong or ib_send_lat, not 'ssh'"},
+    {"am_size_over_payload_limit", [](RawFlags& f) { f.test = "am_lat"; f.size = 65536; },
+     "-s 65536 is out of range (1 .. 65535) (an active message's payload)"},
+    {"am_bw_size_zero", [](RawFlags& f) { f.test = "am_bw"; f.size = 0; },
+     "-s 0 is out of range (1 .. 65535)"},
+    {"am_all_and_size", [](RawFlags& f) { f.test = "am_bw"; f.all_sizes = true; f.size = 8; },
+     "-a runs every size from 2 to 65535 bytes; drop -s"},
+    {"am_direct_mode", [](RawFlags& f) { f.test = "am_lat"; f.mode = "direct"; },
+     "--mode direct does not fit --test am_lat, a base-level test"},
+    {"am_lat_batch", [](RawFlags& f) { f.test = "am_lat"; f.batch = 8; },
+     "--batch applies to the *_bw tests only"},
+    {"am_ud_rdma_cm", [](RawFlags& f) { f.test = "am_lat"; f.connection = "UD"; f.rdma_cm = true; },
+     "-R (rdma_cm) sets up RC channels only"},
+    {"am_oob_tool", [](RawFlags& f) { f.test = "am_lat"; f.oob = "ib_send_lat"; },
+     "--oob ib_send_lat runs --test ep_lat only"},
+    {"window_for_ep_test", [](RawFlags& f) { f.window = 8; },
+     "--window applies to the am_* tests only"},
+    {"window_zero", [](RawFlags& f) { f.test = "am_bw"; f.window = 0; },
+     "--window 0 is out of range (1 .. 127)"},
+    {"window_over_uam_limit", [](RawFlags& f) { f.test = "am_bw"; f.window = 128; },
+     "--window 128 is out of range (1 .. 127)"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, PerfBadFlags, ::testing::ValuesIn(kBadCases),
@@ -155,6 +175,62 @@ TEST(PerfConfig, DefaultsFollowPerftest) {
   PerfConfig wbw = ok(flags("da_write_bw"));
   EXPECT_EQ(wbw.iterations, 5000u);  // perftest's DEF_ITERS_WB
   EXPECT_EQ(wbw.mode, core::Mode::kDirectAccess);
+}
+
+TEST(PerfConfig, AmDefaultsFollowUcxPerftestAndUam) {
+  PerfConfig lat = ok(flags("am_lat"));
+  EXPECT_TRUE(lat.is_am());
+  EXPECT_TRUE(lat.is_latency());
+  EXPECT_EQ(lat.sizes, std::vector<std::uint32_t>{2});
+  EXPECT_EQ(lat.warmup, 100u);
+  EXPECT_EQ(lat.mode, core::Mode::kBaseLevel);
+  EXPECT_EQ(lat.window, 8u);  // uam's default credit window
+  EXPECT_TRUE(lat.default_size);
+
+  PerfConfig bw = ok(flags("am_bw"));
+  EXPECT_TRUE(bw.is_am());
+  EXPECT_FALSE(bw.is_latency());
+  EXPECT_EQ(bw.sizes,
+            std::vector<std::uint32_t>{65535});  // the largest payload, near perftest's 64 KiB
+  EXPECT_EQ(bw.warmup, 0u);
+  EXPECT_TRUE(bw.default_size);
+
+  RawFlags f = flags("am_bw");
+  f.size = 64;
+  f.window = 127;
+  f.batch = 16;
+  f.connection = "UD";
+  f.events = true;
+  PerfConfig given = ok(f);
+  EXPECT_EQ(given.sizes, std::vector<std::uint32_t>{64});
+  EXPECT_FALSE(given.default_size);
+  EXPECT_EQ(given.window, 127u);
+  EXPECT_EQ(given.batch, 16u);
+  EXPECT_EQ(given.transport, core::Transport::kUd);
+  EXPECT_TRUE(given.events);
+  EXPECT_FALSE(ok(flags("ep_lat")).is_am());
+}
+
+TEST(PerfConfig, AmSweepEndsAtTheLargestPayload) {
+  RawFlags f = flags("am_lat");
+  f.all_sizes = true;
+  PerfConfig c = ok(f);
+  ASSERT_EQ(c.sizes.size(), 16u);  // 2 .. 32768, then 65535
+  EXPECT_EQ(c.sizes.front(), 2u);
+  EXPECT_EQ(c.sizes[14], 32768u);
+  EXPECT_EQ(c.sizes.back(), 65535u);
+  EXPECT_FALSE(c.default_size);
+  EXPECT_EQ(am_sweep(1000), (std::vector<std::uint32_t>{2, 4, 8, 16, 32, 64, 128, 256, 512, 1000}));
+  EXPECT_EQ(am_sweep(1024), (std::vector<std::uint32_t>{2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}));
+  EXPECT_EQ(am_sweep(2), std::vector<std::uint32_t>{2});
+  EXPECT_EQ(am_sweep(1), std::vector<std::uint32_t>{1});
+}
+
+TEST(PerfConfig, LimitsNeedNoPeer) {
+  RawFlags f = flags("am_bw");
+  f.limits = true;
+  EXPECT_TRUE(ok(f).limits);
+  EXPECT_FALSE(ok(flags("am_bw")).limits);
 }
 
 TEST(PerfConfig, AllSizesArePowersOfTwoFrom2To8MiB) {
@@ -250,6 +326,17 @@ TEST(PerfSettings, EveryCheckedSettingIsCompared) {
   auto diff = compare_settings(ok(a), settings_line(ok(b)), true);
   ASSERT_TRUE(diff.has_value());
   EXPECT_EQ(diff->rfind("settings differ: batch (--batch)", 0), 0u) << *diff;
+  // window exists for the am tests only.
+  RawFlags w = flags("am_bw");
+  w.window = 4;
+  diff = compare_settings(ok(flags("am_bw")), settings_line(ok(w)), true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_EQ(*diff, "settings differ: window (--window) is 8 on the server but 4 on the client");
+  // Another test of the same family is named as the test.
+  diff = compare_settings(ok(flags("am_bw")), settings_line(ok(flags("am_lat"))), true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_EQ(diff->rfind("settings differ: test (--test) is am_bw on the server but am_lat", 0), 0u)
+      << *diff;
 }
 
 TEST(PerfSettings, AForeignPeerIsRecognized) {

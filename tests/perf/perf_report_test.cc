@@ -222,6 +222,50 @@ TEST(PerfJson, BandwidthReportHasPerftestsFields) {
   EXPECT_FALSE(row.get("t_typical"));
 }
 
+TEST(PerfJson, AmReportHasTheServersCountAndTheWindow) {
+  RawFlags f;
+  f.test = "am_bw";
+  f.hosts = {"127.0.0.1"};
+  f.window = 16;
+  PerfConfig c = std::get<PerfConfig>(make_config(f));
+  std::vector<SizeResult> results(1);
+  results[0].bytes = 64;
+  results[0].iterations = 1000;
+  results[0].bandwidth = BwResult{2.5, 2.0, 0.03, true};
+  results[0].server_count = 1000;
+  RunInfo info{"rxe0", 44, 1.0};
+  info.am_limit = 65535;
+  test::JsonReader reader;
+  auto doc = reader.parse(report_json(c, info, results));
+  ASSERT_TRUE(doc.has_value()) << reader.error();
+  EXPECT_EQ(doc->get("test_info")->get("test")->string, "am_bw");
+  EXPECT_EQ(doc->get("config")->get("am_window")->number, 16);
+  EXPECT_EQ(doc->get("config")->get("am_args")->number, 1);
+  EXPECT_EQ(doc->get("config")->get("am_max_payload")->number, 65535);
+  const test::Json& row = doc->get("results")->array.at(0);
+  EXPECT_EQ(row.get("server_count")->number, 1000);
+  EXPECT_EQ(row.get("MsgRate")->number, 0.03);
+  // Other tests have neither the count nor the window.
+  auto ep = reader.parse(report_json(config("ep_bw", {}), info, std::vector<SizeResult>(1)));
+  ASSERT_TRUE(ep.has_value());
+  EXPECT_FALSE(ep->get("results")->array.at(0).get("server_count"));
+  EXPECT_FALSE(ep->get("config")->get("am_window"));
+}
+
+TEST(PerfJson, NamesThePeerTool) {
+  for (const char* oob : {"unet", "rc_pingpong", "ib_send_lat"}) {
+    RawFlags f;
+    f.test = "ep_lat";
+    f.hosts = {"127.0.0.1"};
+    f.oob = oob;
+    test::JsonReader reader;
+    auto doc = reader.parse(
+        report_json(std::get<PerfConfig>(make_config(f)), RunInfo{"rxe0", 44, 1.0}, {}));
+    ASSERT_TRUE(doc.has_value()) << reader.error();
+    EXPECT_EQ(doc->get("config")->get("oob")->string, oob);
+  }
+}
+
 TEST(PerfBanner, StatesWarmupExclusionAndWhatIsMeasured) {
   RunInfo info{"rxe0", 44, 2600.0};
   std::string b = banner(config("ep_lat"), info);
@@ -230,6 +274,17 @@ TEST(PerfBanner, StatesWarmupExclusionAndWhatIsMeasured) {
   EXPECT_NE(b.find("half the round trip"), std::string::npos) << b;
   b = banner(config("da_read_lat"), info);
   EXPECT_NE(b.find("full READ round trip"), std::string::npos) << b;
+  for (std::size_t at = 0; at < b.size(); at = b.find('\n', at) + 1) EXPECT_EQ(b[at], '#') << b;
+  info.am_limit = 1000;
+  b = banner(config("am_lat", {}), info);
+  EXPECT_EQ(b.rfind("# unet_perf am_lat: RC base-level, active-message request/reply", 0), 0u) << b;
+  EXPECT_NE(
+      b.find(
+          "1 argument word + -s payload bytes behind a 16-byte header; payload up to 1000 bytes"),
+      std::string::npos)
+      << b;
+  EXPECT_NE(b.find("credit window 8 requests"), std::string::npos) << b;
+  EXPECT_NE(b.find("half the round trip"), std::string::npos) << b;
   for (std::size_t at = 0; at < b.size(); at = b.find('\n', at) + 1) EXPECT_EQ(b[at], '#') << b;
 }
 

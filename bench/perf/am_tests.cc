@@ -1,0 +1,346 @@
+// The active-message tests: U-Net Active Messages through uam::Endpoint (uam/endpoint.h) on a
+// base-level core endpoint, RC or UD (over UD uam adds its own acknowledgements and resends).
+// Every message carries one argument word, its index in the run, and `-s` payload bytes.
+//
+// am_lat is ucx_perftest's am_lat: the client sends a request, the server's request handler
+// answers it with a reply of the same word and bytes, one request outstanding. The client stamps
+// the cycle counter at the start of every iteration (as ep_lat); latency = half the gap between
+// consecutive stamps. An iteration ends when its request completes, which uam reports after the
+// reply handler has run.
+//
+// am_bw is ucx_perftest's am_bw: the client keeps the credit window (--window) full of requests,
+// pushing up to --batch between polls and retrying on kNoResource after poll(); the server's
+// handler counts them and does not reply, so each completes implicitly, when the server's
+// acknowledgement (its credits, piggybacked or explicit) reaches the client: end-to-end, as ep_bw.
+// Stamps: posted when request() queued the message (the next poll() posts it), completed when its
+// completion ran.
+//
+// Checks: every handler checks the word (its index: order and count), the size, and the pattern
+// of the first and last payloads. The server polls on after its last handler until the client's
+// count arrives (uam may still owe an acknowledgement, delayed by up to its ack_delay, or over UD a
+// resend), then both compare counts and the server its protocol counters. Handlers run inside
+// uam's noexcept poll(), so they never throw: they record the first problem, and the loop that
+// polled throws it.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "round.h"
+#include "sizing.h"
+#include "unet/uam/endpoint.h"
+#include "unet/verbs/error.h"
+
+namespace unet::perf {
+namespace {
+
+constexpr uam::HandlerId kPing = 1;  // am_lat's request, answered with kPong
+constexpr uam::HandlerId kPong = 2;  // am_lat's reply
+constexpr uam::HandlerId kSink = 3;  // am_bw's request, counted
+
+struct AmRound {
+  const PerfConfig& cfg;
+  Session& session;
+  uam::Endpoint& am;
+  core::ChannelId ch;
+  std::uint32_t size;
+  const core::CycleClock& clock;
+  std::string problem;  // the first thing a handler found wrong ("" = none)
+  std::uint64_t total() const noexcept { return cfg.warmup + cfg.iterations; }
+  void record(std::string what) {
+    if (problem.empty()) problem = std::move(what);
+  }
+};
+
+// Drives a uam::Endpoint until `done()`: poll() in a loop, or with -e wait(), which sleeps on the
+// completion channel and wakes for uam's timers. Throws PerfError for a problem a handler
+// recorded, a device error, a failed channel, the peer leaving the round, or --timeout_ms without
+// `done()`. The peer sends nothing on the session during a round, so while idle the session is
+// watched: a line there, or its end, means the peer gave up (a dead client would otherwise leave
+// the server waiting for --timeout_ms). The wait for the client's closing count turns this off.
+class AmProgress {
+ public:
+  explicit AmProgress(AmRound& r) : r_(r), patience_(r.clock.ticks(r.cfg.timeout)) {}
+
+  template <class Done>
+  void until(Done done, const char* what, bool watch_peer = true) {
+    const std::uint64_t deadline = core::CycleClock::now() + patience_;
+    for (std::uint32_t idle = 0;; ++idle) {
+      if (r_.cfg.events) {
+        // Short slices: some waits (the client's count) end on the session, not on the endpoint.
+        if (Status s = r_.am.wait(kSlice); s != Status::kOk && s != Status::kTimeout)
+          failed(what, s);
+      } else if (r_.am.poll() < 0) {
+        failed(what, Status::kDeviceError);
+      }
+      if (!r_.problem.empty()) throw PerfError(r_.problem);
+      if (done()) return;
+      if (r_.cfg.events || idle % 4096 == 4095) {
+        if (r_.am.channel_status(r_.ch) != Status::kOk)
+          throw PerfError(std::string("the channel failed while waiting for ") + what);
+        if (watch_peer && r_.session.line_waiting()) peer_left(what);
+        if (core::CycleClock::now() > deadline) timed_out(what);
+      }
+    }
+  }
+
+  // Retries `attempt` (a request) while it says kNoResource, making progress in between; any
+  // other failure throws.
+  template <class Attempt>
+  void retry(Attempt attempt, const char* what) {
+    Status s = attempt();
+    if (s == Status::kOk) return;
+    if (s != Status::kNoResource) failed(what, s);
+    until(
+        [&] {
+          s = attempt();
+          if (s != Status::kOk && s != Status::kNoResource) failed(what, s);
+          return s == Status::kOk;
+        },
+        what);
+  }
+
+  [[noreturn]] void failed(const char* what, Status s) const {
+    throw PerfError(std::string(what) + " failed: " + std::string(to_string(s)));
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kSlice{10};
+
+  [[noreturn]] void timed_out(const char* what) const {
+    std::string msg =
+        "no " + std::string(what) + " within " + std::to_string(r_.cfg.timeout.count()) + " ms";
+    if (r_.cfg.transport == core::Transport::kUd)
+      msg += " (over UD uam resends lost messages: is the peer alive?)";
+    throw PerfError(msg);
+  }
+
+  [[noreturn]] void peer_left(const char* what) const {
+    std::string said;
+    try {
+      said = "'" + r_.session.recv_line(std::chrono::milliseconds(1000)) + "'";
+    } catch (const std::exception&) {
+      said = "nothing (it closed the session)";
+    }
+    throw PerfError(std::string(r_.cfg.is_client() ? "the server" : "the client") +
+                    " left the round while waiting for " + what + "; it sent " + said);
+  }
+
+  AmRound& r_;
+  std::uint64_t patience_;
+};
+
+// "" when message `it` is as sent (its word is `it`, its payload `len` bytes, the first and the
+// last carry the check pattern), else what differs. Allocates only to report a difference.
+std::string check_message(const uam::Message& m, std::uint64_t it, std::uint64_t total,
+                          std::uint32_t len, const char* what) {
+  std::string bad;
+  if (m.args.size() != kAmArgs)
+    bad = "carries " + std::to_string(m.args.size()) + " argument words, not 1";
+  else if (m.args[0] != it)
+    bad = "carries index " + std::to_string(m.args[0]) + " (lost, repeated or reordered messages)";
+  else if (m.payload.size() != len)
+    bad = "carries " + std::to_string(m.payload.size()) + " bytes, not " + std::to_string(len);
+  else if (it == 0 || it + 1 == total)
+    bad = check_pattern(m.payload, it);
+  return bad.empty() ? bad : std::string(what) + " " + std::to_string(it) + " " + bad;
+}
+
+void add_handler(Status s, const char* which) {
+  if (s != Status::kOk)
+    throw PerfError(std::string("registering the ") + which +
+                    " handler: " + std::string(to_string(s)));
+}
+
+// The server's end of both tests: polls until `total` requests have run their handler, then on
+// until the client's count is waiting on the session, and compares.
+void serve(AmRound& r, AmProgress& progress, const std::uint64_t& handled) {
+  for (std::uint64_t seen = 0; handled < r.total(); seen = handled)
+    progress.until([&] { return handled != seen; },
+                   seen == 0 ? "request from the client" : "next request");
+  progress.until([&] { return r.session.line_waiting(); }, "the client's count", false);
+  const uam::Stats& st = r.am.stats();
+  finish_round(r.session, handled, [&]() -> std::string {
+    if (st.malformed + st.protocol_errors + st.unknown_handler != 0)
+      return "uam counted " + std::to_string(st.malformed) + " malformed, " +
+             std::to_string(st.protocol_errors) + " impossible and " +
+             std::to_string(st.unknown_handler) + " unknown-handler arrivals";
+    return "";
+  });
+}
+
+// The client's closing checks, then the count exchange; returns the server's count.
+std::uint64_t finish_client(AmRound& r, std::uint64_t sent) {
+  const uam::Stats& st = r.am.stats();
+  if (st.requests_sent != sent || st.completed_ok != sent || st.completed_error != 0)
+    throw PerfError(std::to_string(sent) + " requests sent (uam counted " +
+                    std::to_string(st.requests_sent) + ") but " + std::to_string(st.completed_ok) +
+                    " completed and " + std::to_string(st.completed_error) + " failed");
+  return finish_round(r.session, sent);
+}
+
+SizeResult run_am_lat(AmRound& r) {
+  const std::uint64_t total = r.total();
+  const std::uint32_t len = r.size;
+  AmProgress progress(r);
+  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}};
+
+  if (!r.cfg.is_client()) {  // server: answer every request with its word and bytes
+    std::uint64_t handled = 0;
+    add_handler(
+        r.am.on_request(
+            kPing,
+            [&](uam::Token& t, const uam::Message& m) {
+              const std::uint64_t it = handled++;
+              if (std::string bad = check_message(m, it, total, len, "request"); !bad.empty())
+                r.record(std::move(bad));
+              else if (Status s = r.am.reply(t, kPong, m.args, m.payload); s != Status::kOk)
+                r.record("reply " + std::to_string(it) + " failed: " + std::string(to_string(s)));
+              return uam::Disposition::kDone;
+            }),
+        "request");
+    sync_go(r.session);
+    serve(r, progress, handled);
+    return result;
+  }
+
+  std::uint64_t replies = 0, completed = 0;
+  add_handler(r.am.on_reply(kPong,
+                            [&](const uam::Message& m) {
+                              const std::uint64_t it = replies++;
+                              if (std::string bad = check_message(m, it, total, len, "reply");
+                                  !bad.empty())
+                                r.record(std::move(bad));
+                              else if (m.cookie != it)
+                                r.record("reply " + std::to_string(it) + " answers request " +
+                                         std::to_string(m.cookie));
+                              return uam::Disposition::kDone;
+                            }),
+              "reply");
+  r.am.on_completion([&](core::ChannelId, std::uint64_t cookie, Status s) {
+    if (s != Status::kOk)
+      r.record("request " + std::to_string(cookie) + " completed with " +
+               std::string(to_string(s)));
+    ++completed;
+  });
+  std::vector<std::byte> payload(len);
+  std::vector<std::uint64_t> stamps(total + 1);
+  sync_go(r.session);
+  for (std::uint64_t it = 0; it < total; ++it) {
+    if (it == 0 || it + 1 == total) fill_pattern(payload, it);
+    stamps[it] = core::CycleClock::now();
+    progress.retry([&] { return r.am.request(r.ch, kPing, std::span(&it, 1), payload, it); },
+                   "request");
+    progress.until([&] { return completed > it; }, "reply from the server");
+  }
+  stamps[total] = core::CycleClock::now();
+  if (replies != total)
+    throw PerfError(std::to_string(total) + " requests completed but " + std::to_string(replies) +
+                    " replies ran");
+  result.server_count = finish_client(r, total);
+
+  std::vector<double> half_rtt;
+  half_rtt.reserve(r.cfg.iterations);
+  for (std::uint64_t it = r.cfg.warmup; it < total; ++it)
+    half_rtt.push_back(r.clock.to_us(stamps[it + 1] - stamps[it]) / 2);
+  result.latency = bench::compute_latency(half_rtt);
+  return result;
+}
+
+SizeResult run_am_bw(AmRound& r) {
+  const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
+  const std::uint32_t len = r.size;
+  AmProgress progress(r);
+  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}};
+
+  if (!r.cfg.is_client()) {  // server: count, check, no reply
+    std::uint64_t handled = 0;
+    add_handler(r.am.on_request(kSink,
+                                [&](uam::Token&, const uam::Message& m) {
+                                  const std::uint64_t it = handled++;
+                                  if (std::string bad = check_message(m, it, total, len, "request");
+                                      !bad.empty())
+                                    r.record(std::move(bad));
+                                  return uam::Disposition::kDone;
+                                }),
+                "request");
+    sync_go(r.session);
+    serve(r, progress, handled);
+    return result;
+  }
+
+  std::vector<std::uint64_t> posted(r.cfg.iterations), completed_at(r.cfg.iterations);
+  std::uint64_t next = 0, completed = 0;
+  r.am.on_completion([&](core::ChannelId, std::uint64_t cookie, Status s) {
+    if (s != Status::kOk)
+      r.record("request " + std::to_string(cookie) + " completed with " +
+               std::string(to_string(s)));
+    else if (cookie != completed)
+      r.record("request " + std::to_string(cookie) + " completed in place of " +
+               std::to_string(completed));
+    else if (cookie >= warmup)
+      completed_at[cookie - warmup] = core::CycleClock::now();
+    ++completed;
+  });
+  std::vector<std::byte> payload(len);
+  // Queues up to --batch requests (the next poll() posts them with one doorbell).
+  auto push_batch = [&] {
+    std::uint32_t pushed = 0;
+    while (pushed < r.cfg.batch && next < total) {
+      const std::uint64_t k = next;
+      if (k == 0 || k + 1 == total) fill_pattern(payload, k);  // request() copies it
+      const Status s = r.am.request(r.ch, kSink, std::span(&k, 1), payload, k);
+      if (s == Status::kNoResource) break;  // no credit or no room: after the next poll()
+      if (s != Status::kOk) progress.failed("request", s);
+      if (k >= warmup) posted[k - warmup] = core::CycleClock::now();
+      ++next;
+      ++pushed;
+    }
+    return pushed > 0;
+  };
+  sync_go(r.session);
+  for (std::uint64_t seen = 0; completed < total;)
+    progress.until(
+        [&] {
+          const bool moved = completed != seen;
+          seen = completed;
+          return push_batch() | moved;
+        },
+        "completion from the server");
+  result.server_count = finish_client(r, next);
+  result.bandwidth = compute_bw(posted, completed_at, len, r.clock.ticks_per_us());
+  return result;
+}
+
+uam::Config am_config(const PerfConfig& c) {
+  uam::Config a;
+  a.window = static_cast<std::uint8_t>(c.window);
+  return a;
+}
+
+}  // namespace
+
+SizeResult run_am_size(const PerfConfig& c, Session& s, std::uint32_t size,
+                       const core::CycleClock& clock) {
+  std::unique_ptr<uam::Endpoint> am;
+  std::string state = "ok";
+  try {
+    am = std::make_unique<uam::Endpoint>(am_endpoint_config(c, size), am_config(c));
+    if (size > am->max_payload(kAmArgs))
+      state = "skip " + std::to_string(size) +
+              " bytes exceed the largest active-message payload (" +
+              std::to_string(am->max_payload(kAmArgs)) + " bytes)";
+  } catch (const std::exception& e) {  // verbs::Error, or uam's std::invalid_argument
+    state = std::string("error ") + e.what();
+  }
+  SizeResult result{size, c.iterations, {}, {}, {}, {}};
+  if (std::string skip = agree_size(s, size, state); !skip.empty()) {
+    result.skipped = skip;
+    return result;
+  }
+  AmRound round{c, s, *am, connect_channel(*am, c, s), size, clock, {}};
+  // The handlers hold references into the test's frame: nothing polls `am` after it returns.
+  return c.test == TestKind::kAmLat ? run_am_lat(round) : run_am_bw(round);
+}
+
+}  // namespace unet::perf
