@@ -161,9 +161,9 @@ void serve(AmRound& r, AmProgress& progress, const std::uint64_t& handled) {
   progress.until([&] { return r.session.line_waiting(); }, "the client's count", false);
   const uam::Stats& st = r.am.stats();
   finish_round(r.session, handled, [&]() -> std::string {
-    if (st.malformed + st.protocol_errors + st.unknown_handler != 0)
+    if (st.malformed + st.protocol_errors() + st.unknown_handler != 0)
       return "uam counted " + std::to_string(st.malformed) + " malformed, " +
-             std::to_string(st.protocol_errors) + " impossible and " +
+             std::to_string(st.protocol_errors()) + " impossible and " +
              std::to_string(st.unknown_handler) + " unknown-handler arrivals";
     return "";
   });
