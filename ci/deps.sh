@@ -9,6 +9,8 @@ UNET_BUILD_PACKAGES=(
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libgtest-dev libgmock-dev libbenchmark-dev libgflags-dev
 )
+# ci/package.sh: cpack's Debian generator runs dpkg-shlibdeps (dpkg-dev) and file.
+UNET_PACKAGING_PACKAGES=(dpkg-dev file)
 # The tools users compare unet with, and the ones the device tests drive.
 UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2)
 # bench/compare's other peers (ucx_perftest, sockperf; rstream is in rdmacm-utils), its plots,
@@ -37,7 +39,8 @@ ensure_packages() {
 }
 
 ensure_unet_deps() {
-  ensure_packages "${UNET_BUILD_PACKAGES[@]}" "${UNET_TOOL_PACKAGES[@]}" "${UNET_COMPARE_PACKAGES[@]}"
+  ensure_packages "${UNET_BUILD_PACKAGES[@]}" "${UNET_PACKAGING_PACKAGES[@]}" \
+    "${UNET_TOOL_PACKAGES[@]}" "${UNET_COMPARE_PACKAGES[@]}"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then ensure_unet_deps; fi

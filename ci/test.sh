@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # ci/test.sh — builds unet and runs every test tier; what CI runs (.ci/run) and what README names.
 #
-#   unit    on this host, always;
+#   unit    on this host, always; among them ci/package.sh (a shared build installed, packaged as
+#           .deb and used by tests/consumer through find_package and pkg-config);
 #   device  natively when this host has an RDMA device, else inside ci/rxe-vm (SoftRoCE in QEMU);
+#           among them the tests/consumer ping-pong built against the extracted packages;
 #   fault   inside ci/rxe-vm --two-dev (rxe0 and rxe1 across a veth pair), when any exist.
 # Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
