@@ -2,10 +2,10 @@
 # and unet.pc. Install components (cpack makes one Debian package of each, cmake/packaging.cmake):
 #   runtime  the shared libraries                           -> libunet1
 #   dev      headers, .so links or static archives, CMake package, unet.pc  -> libunet-dev
-#   utils    unet_perf and unet_pingpong                    -> unet-utils
+#   utils    unet_perf, unet_pingpong and unet_cat          -> unet-utils
 include(CMakePackageConfigHelpers)
 
-# The layers that exist, bottom-up (ulp/ joins when it has a library target).
+# The layers, bottom-up.
 set(unet_layers)
 foreach(layer IN ITEMS verbs core uam ulp)
   if(TARGET unet_${layer})
@@ -26,7 +26,7 @@ endforeach()
 # The user-facing tools (bench/interop is a library inside unet_perf: --oob rc_pingpong|ib_send_lat).
 # A tool finds the libraries through RUNPATH only when they are not in a system directory.
 set(unet_tools)
-foreach(tool IN ITEMS unet_perf unet_pingpong)
+foreach(tool IN ITEMS unet_perf unet_pingpong unet_cat)
   if(TARGET ${tool})
     list(APPEND unet_tools ${tool})
   endif()

@@ -3,7 +3,7 @@
 #   libunet1     the shared libraries (SOVERSION UNET_SOVERSION)
 #   libunet-dev  headers, .so links, CMake package, unet.pc; Depends: libunet1 (= version),
 #                libibverbs-dev, librdmacm-dev
-#   unet-utils   unet_perf, unet_pingpong; Depends: libunet1 (= version)
+#   unet-utils   unet_perf, unet_pingpong, unet_cat; Depends: libunet1 (= version)
 # Library dependencies come from dpkg-shlibdeps. Build with -DUNET_SHARED=ON
 # -DCMAKE_INSTALL_PREFIX=/usr (Debian's multiarch library directory), then `cpack` in the build
 # directory; ci/package.sh does exactly that.
