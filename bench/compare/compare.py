@@ -305,11 +305,13 @@ def cases(a, limits):
 
 def measure(run, kind, size, tool=""):
     """Runs a tool and parses its figures; again (up to three runs) when it printed no usable
-    figure (under TCG perftest now and then prints "inf" or a zero rate). A third failure ends the
-    run."""
+    figure (under TCG perftest now and then prints "inf" or a zero rate) or failed outright (now
+    and then a perftest server hangs on a loaded host and the pair times out). A third failure
+    ends the run."""
     for attempt in (1, 2, 3):
-        out = run()
+        out = ""
         try:
+            out = run()
             f = figures(kind, size, out, tool)
             if f["value"] > 0 and f["value"] != float("inf"):
                 return f
