@@ -185,6 +185,8 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
       w.key("BW_peak_computed").value(r.bandwidth->peak_computed);
     }
     if (r.server_count) w.key("server_count").value(*r.server_count);
+    if (r.am_retransmitted) w.key("am_retransmitted").value(*r.am_retransmitted);
+    if (r.am_duplicates) w.key("am_duplicates").value(*r.am_duplicates);
     w.end_object();
   }
   w.end_array();

@@ -47,6 +47,10 @@ struct SizeResult {
   std::string skipped;  // non-empty: not run, and why
   // am_*: the messages the server's handlers ran (warm-up included), as it reported at the end.
   std::optional<std::uint64_t> server_count;
+  // am_*: the client's uam resends (UD: Stats::retransmitted) and the duplicates it dropped (the
+  // server's resends that arrived), warm-up included. Over RC both stay 0.
+  std::optional<std::uint64_t> am_retransmitted;
+  std::optional<std::uint64_t> am_duplicates;
 };
 
 // What only the device tells: for the banner and the report.

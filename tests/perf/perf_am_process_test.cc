@@ -50,6 +50,7 @@ void expect_am_run(const std::string& name, std::vector<std::string> args, int p
   ASSERT_TRUE(row.get("server_count")) << text;
   EXPECT_EQ(row.get("server_count")->number, iters + warmup)
       << "every message ran its handler once";
+  ASSERT_TRUE(row.get("am_retransmitted") && row.get("am_duplicates")) << text;
   if (kind == Kind::kLat) {
     EXPECT_GT(row.get("t_typical")->number, 0) << text;
   } else {

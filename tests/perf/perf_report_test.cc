@@ -233,6 +233,8 @@ TEST(PerfJson, AmReportHasTheServersCountAndTheWindow) {
   results[0].iterations = 1000;
   results[0].bandwidth = BwResult{2.5, 2.0, 0.03, true};
   results[0].server_count = 1000;
+  results[0].am_retransmitted = 7;
+  results[0].am_duplicates = 3;
   RunInfo info{"rxe0", 44, 1.0};
   info.am_limit = 65535;
   test::JsonReader reader;
@@ -244,11 +246,14 @@ TEST(PerfJson, AmReportHasTheServersCountAndTheWindow) {
   EXPECT_EQ(doc->get("config")->get("am_max_payload")->number, 65535);
   const test::Json& row = doc->get("results")->array.at(0);
   EXPECT_EQ(row.get("server_count")->number, 1000);
+  EXPECT_EQ(row.get("am_retransmitted")->number, 7);
+  EXPECT_EQ(row.get("am_duplicates")->number, 3);
   EXPECT_EQ(row.get("MsgRate")->number, 0.03);
   // Other tests have neither the count nor the window.
   auto ep = reader.parse(report_json(config("ep_bw", {}), info, std::vector<SizeResult>(1)));
   ASSERT_TRUE(ep.has_value());
   EXPECT_FALSE(ep->get("results")->array.at(0).get("server_count"));
+  EXPECT_FALSE(ep->get("results")->array.at(0).get("am_retransmitted"));
   EXPECT_FALSE(ep->get("config")->get("am_window"));
 }
 

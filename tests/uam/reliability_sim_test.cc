@@ -215,6 +215,7 @@ ReliabilityConfig sim_config(std::uint32_t window) {
   ReliabilityConfig c;
   c.window = window;
   c.rto_initial = milliseconds(1);
+  c.rto_min = microseconds(200);  // low enough that the estimate, not the floor, sets the timer
   c.rto_max = milliseconds(16);
   c.max_retries = 12;
   c.ack_every = 4;

@@ -27,24 +27,32 @@ Status Endpoint::room(std::size_t bytes, bool reserve) const noexcept {
   return Status::kOk;
 }
 
-// Hands one composed message to core: inside the descriptor when it fits, else in a segment
-// buffer. `head` is header and arguments, `body` the payload; `copy` (UD) receives the bytes too.
-Status Endpoint::put(ChannelId ch, std::span<const std::byte> head, std::span<const std::byte> body,
-                     std::byte* copy) noexcept {
-  const std::size_t total = head.size() + body.size();
-  if (total <= net_->inline_threshold()) {
-    std::memcpy(scratch_.data(), head.data(), head.size());
-    if (!body.empty()) std::memcpy(scratch_.data() + head.size(), body.data(), body.size());
-    if (copy) std::memcpy(copy, scratch_.data(), total);
-    return net_->send_inline(ch, std::span<const std::byte>(scratch_.data(), total));
+// Hands one message to core: header `h` (checked by the caller) and the payload `body`, written
+// once, straight into the descriptor's staging bytes when it fits there, else into a segment
+// buffer. `copy` (UD) receives the bytes too.
+Status Endpoint::put(ChannelId ch, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept {
+  const std::size_t head = header_bytes(h.arg_count);
+  const std::size_t total = head + body.size();
+  const bool small = total <= net_->inline_threshold();
+  core::BufferId b = core::kNoBuffer;
+  if (!small) {
+    if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
   }
+  std::byte* p = small ? scratch_.data() : net_->buffer(b).data();
+  encode_unchecked(h, p);
+  if (!body.empty()) std::memcpy(p + head, body.data(), body.size());
+  if (copy) std::memcpy(copy, p, total);
+  if (small) return net_->send_inline(ch, std::span<const std::byte>(p, total));
+  return net_->send(ch, b, static_cast<std::uint32_t>(total));
+}
+
+// Hands one message already in wire form (a UD copy) to core.
+Status Endpoint::put_bytes(ChannelId ch, std::span<const std::byte> message) noexcept {
+  if (message.size() <= net_->inline_threshold()) return net_->send_inline(ch, message);
   core::BufferId b;
   if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
-  std::byte* p = net_->buffer(b).data();
-  std::memcpy(p, head.data(), head.size());
-  if (!body.empty()) std::memcpy(p + head.size(), body.data(), body.size());
-  if (copy) std::memcpy(copy, p, total);
-  return net_->send(ch, b, static_cast<std::uint32_t>(total));
+  std::memcpy(net_->buffer(b).data(), message.data(), message.size());
+  return net_->send(ch, b, static_cast<std::uint32_t>(message.size()));
 }
 
 // Numbers, stamps and sends a message of any sequenced kind (room() was checked). The header
@@ -63,9 +71,8 @@ Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> pay
   }
   h.credits = p.credits.piggyback();
   h.ack = p.rx.ack();
-  std::array<std::byte, header_bytes(kMaxArgs)> head;
-  if (Status s = encode(h, head); s != Status::kOk) return s;  // checked by the callers: cannot fail
-  const Status s = put(p.ch, std::span<const std::byte>(head.data(), header_bytes(h.arg_count)), payload, copy);
+  // The callers checked the argument count and payload; the rest of check() holds by construction.
+  const Status s = put(p.ch, h, payload, copy);
   if (p.tx) {  // UD: numbered and kept, so sent: if it did not go out now the timer resends it
     p.rx.ack_sent();
     return Status::kOk;
@@ -86,9 +93,7 @@ Status Endpoint::send_credit(Peer& p, bool probe) noexcept {
   h.seq = p.tx ? p.tx->next_seq() : p.next_seq;  // lets the peer tell whether it has all before
   h.credits = p.credits.piggyback();
   h.ack = p.rx.ack();
-  std::array<std::byte, kFixedHeaderBytes> head;
-  if (Status s = encode(h, head); s != Status::kOk) return s;
-  const Status s = put(p.ch, head, {}, nullptr);
+  const Status s = put(p.ch, h, {}, nullptr);
   if (s == Status::kOk) {
     p.rx.ack_sent();
     ++stats_.credit_messages;
@@ -249,8 +254,7 @@ void Endpoint::resend(Peer& p, Seq seq) noexcept {
   // sent: an ack newer than the message's place in our stream could complete a request at the
   // peer before the reply we sent after this message arrived there (see arrival()).
   c[6] = static_cast<std::byte>(p.credits.piggyback());
-  if (put(p.ch, std::span<const std::byte>(c, kFixedHeaderBytes),
-          std::span<const std::byte>(c + kFixedHeaderBytes, len - kFixedHeaderBytes), nullptr) == Status::kOk)
+  if (put_bytes(p.ch, std::span<const std::byte>(c, len)) == Status::kOk)
     ++stats_.retransmitted;
 }
 

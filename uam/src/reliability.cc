@@ -6,12 +6,14 @@ namespace unet::uam {
 void ReliabilityConfig::validate() const {
   if (window == 0 || window > kMaxWindow)
     throw std::invalid_argument("ReliabilityConfig: window must be 1..32768");
-  if (rto_initial <= Time::zero() || rto_max < rto_initial)
-    throw std::invalid_argument("ReliabilityConfig: need 0 < rto_initial <= rto_max");
+  if (rto_min <= Time::zero() || rto_initial < rto_min || rto_max < rto_initial || rto_max > kMaxRto)
+    throw std::invalid_argument("ReliabilityConfig: need 0 < rto_min <= rto_initial <= rto_max <= 1 h");
+  if (granularity < Time::zero())
+    throw std::invalid_argument("ReliabilityConfig: granularity must not be negative");
   if (ack_every == 0)
     throw std::invalid_argument("ReliabilityConfig: ack_every must be at least 1");
-  if (ack_delay < Time::zero() || ack_delay >= rto_initial)
-    throw std::invalid_argument("ReliabilityConfig: ack_delay must be below rto_initial");
+  if (ack_delay < Time::zero() || ack_delay >= rto_min)
+    throw std::invalid_argument("ReliabilityConfig: ack_delay must be below rto_min");
 }
 
 }  // namespace unet::uam

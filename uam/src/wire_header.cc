@@ -64,7 +64,11 @@ WireFault check(const Header& h) noexcept {
 Status encode(const Header& h, std::span<std::byte> out) noexcept {
   if (check(h) != WireFault::kNone || out.size() < header_bytes(h.arg_count))
     return Status::kInvalidArgument;
-  std::byte* p = out.data();
+  encode_unchecked(h, out.data());
+  return Status::kOk;
+}
+
+void encode_unchecked(const Header& h, std::byte* p) noexcept {
   p[0] = std::byte{kWireMagic};
   p[1] = static_cast<std::byte>((kWireVersion << 4) | static_cast<std::uint8_t>(h.kind));
   p[2] = std::byte{h.handler};
@@ -76,7 +80,6 @@ Status encode(const Header& h, std::span<std::byte> out) noexcept {
   store_le<std::uint32_t>(p + 12, h.ack);
   for (std::size_t i = 0; i < h.arg_count; ++i)
     store_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i, h.args[i]);
-  return Status::kOk;
 }
 
 Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noexcept {

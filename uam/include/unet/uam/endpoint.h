@@ -173,7 +173,8 @@ class Endpoint {
   struct Get;
   // endpoint_send.cc
   Status room(std::size_t bytes, bool reserve) const noexcept;
-  Status put(ChannelId ch, std::span<const std::byte> head, std::span<const std::byte> body, std::byte* copy) noexcept;
+  Status put(ChannelId ch, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept;
+  Status put_bytes(ChannelId ch, std::span<const std::byte> message) noexcept;
   Status send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept;
   Status send_credit(Peer& p, bool probe) noexcept;
   Status send_error(Peer& p, std::uint8_t token, Status status) noexcept;

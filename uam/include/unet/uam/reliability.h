@@ -3,12 +3,23 @@
 // Go-back-N with cumulative acks. The sender numbers each message (push), keeps it — as the
 // caller's 64-bit cookie, e.g. a buffer id; the caller keeps the bytes — until a cumulative ack
 // covers it (on_ack retires it), and runs one retransmission timer for the oldest unacked message:
-// when it expires every unacked message is sent again in order, and the timeout doubles up to
-// rto_max (exponential backoff). Fast retransmit: the dup_acks-th repeat of one ack while messages
-// are unacked (the receiver re-acks every arrival it drops) resends them at once, once per stall.
-// After max_retries expiries without an ack making progress the channel has failed: every
-// outstanding message is reported failed exactly once (kRetryExceeded) and every later call
-// returns kClosed.
+// when it expires every unacked message is sent again in order. Fast retransmit: the dup_acks-th
+// repeat of one ack while messages are unacked (the receiver re-acks every arrival it drops)
+// resends them at once, once per stall. After max_retries expiries without an ack making progress
+// the channel has failed: every outstanding message is reported failed exactly once
+// (kRetryExceeded) and every later call returns kClosed.
+//
+// The timeout adapts to the round trip as RFC 6298 says. An ack that retires messages gives a
+// sample R when the newest message it retires was never resent (Karn: the ack of a resent message
+// cannot say which copy it answers): R = now - that message's first transmission, so it includes
+// the receiver's ack delay, which the timer must cover anyway. The first sample sets SRTT = R,
+// RTTVAR = R/2; later ones RTTVAR += (|SRTT - R| - RTTVAR)/4, then SRTT += (R - SRTT)/8; and
+// RTO = SRTT + max(granularity, 4 RTTVAR), clamped to [rto_min, rto_max]. Before any sample RTO
+// is rto_initial. Every expiry doubles the RTO (up to rto_max); the backoff stays until the next
+// sample (Karn again: while every acked message was resent there is nothing to learn from, and
+// resetting would resend the next ones as early). rto_min is what keeps a stall of the peer's
+// host — a descheduled process, milliseconds, not a loss — from looking like one: an RTT of tens
+// of microseconds alone would put the RTO far below it.
 //
 // The receiver delivers only the next expected sequence number (kDeliver: the caller runs its
 // handler now), so every message is delivered exactly once and in order. A duplicate (already
@@ -22,10 +33,12 @@
 // carries ack() and counts as the ack (ack_sent).
 //
 // Time is a parameter (any fixed origin, e.g. steady_clock's): nothing here reads a clock, so
-// tests drive it. Storage is allocated at construction; push/ack/timer/arrival never allocate,
-// lock or throw. Sequence numbers are serial (sequence.h) and start at config.initial_seq.
+// tests drive it. Storage (cookies and first-transmission times, one per window slot) is
+// allocated at construction; push/ack/timer/arrival never allocate, lock or throw. Sequence
+// numbers are serial (sequence.h) and start at config.initial_seq.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -42,8 +55,12 @@ using Time = std::chrono::nanoseconds;  // since any fixed origin
 
 struct ReliabilityConfig {
   std::uint32_t window = 64;  // unacked messages a sender keeps (1..kMaxWindow)
-  Time rto_initial = std::chrono::milliseconds(1);
-  Time rto_max = std::chrono::milliseconds(64);
+  // The timeout before any round-trip sample, and its bounds. The floor is set for hosts that
+  // stall for milliseconds (e.g. the SoftRoCE VM, or a descheduled peer); eRPC's fixed RTO is 5 ms.
+  Time rto_initial = std::chrono::milliseconds(10);
+  Time rto_min = std::chrono::milliseconds(10);
+  Time rto_max = std::chrono::milliseconds(160);
+  Time granularity = std::chrono::microseconds(10);  // G in RTO = SRTT + max(G, 4 RTTVAR)
   std::uint32_t max_retries = 8;  // expiries in a row without progress before failure
   std::uint32_t dup_acks = 3;     // repeats of one ack that trigger a fast retransmit (0: off)
   std::uint32_t ack_every = 4;    // K: an ack is due after this many deliveries ...
@@ -51,8 +68,10 @@ struct ReliabilityConfig {
   Seq initial_seq = 0;
 
   static constexpr std::uint32_t kMaxWindow = 1u << 15;  // far below 2^31: serial compares hold
-  // Throws std::invalid_argument unless 1 <= window <= kMaxWindow, 0 < rto_initial <= rto_max,
-  // ack_every >= 1 and 0 <= ack_delay < rto_initial (a delayed ack must beat the sender's timer).
+  static constexpr Time kMaxRto = std::chrono::hours(1);  // keeps SRTT + 4 RTTVAR far from overflow
+  // Throws std::invalid_argument unless 1 <= window <= kMaxWindow,
+  // 0 < rto_min <= rto_initial <= rto_max <= kMaxRto, granularity >= 0, ack_every >= 1 and
+  // 0 <= ack_delay < rto_min (a delayed ack must beat the sender's shortest timer).
   void validate() const;
 };
 
@@ -65,6 +84,7 @@ struct SenderStats {
   std::uint64_t stale_acks = 0;        // acks older than the oldest unacked message
   std::uint64_t bad_acks = 0;          // acks beyond the last message sent (refused)
   std::uint64_t failed = 0;            // messages reported failed
+  std::uint64_t rtt_samples = 0;       // acks that gave a round-trip sample
 };
 
 class ReliableSender {
@@ -73,15 +93,20 @@ class ReliableSender {
       : config_((config.validate(), config)),
         oldest_(config.initial_seq),
         next_(config.initial_seq),
+        clean_from_(config.initial_seq),
         rto_(config.rto_initial),
         mask_(std::bit_ceil(config.window) - 1),
-        cookies_(std::make_unique<std::uint64_t[]>(mask_ + 1)) {}
+        cookies_(std::make_unique<std::uint64_t[]>(mask_ + 1)),
+        sent_at_(std::make_unique<Time[]>(mask_ + 1)) {}
 
   const SenderStats& stats() const noexcept { return stats_; }
   std::uint32_t outstanding() const noexcept { return next_ - oldest_; }
   bool failed() const noexcept { return failed_; }
   Seq next_seq() const noexcept { return next_; }
+  // The current timeout (backoff included), and the estimate behind it (zero before a sample).
   Time rto() const noexcept { return rto_; }
+  Time srtt() const noexcept { return srtt_; }
+  Time rttvar() const noexcept { return rttvar_; }
   // When on_timer() will next act; nullopt when nothing is unacked (or the channel failed).
   std::optional<Time> deadline() const noexcept {
     if (failed_ || outstanding() == 0) return std::nullopt;
@@ -95,13 +120,15 @@ class ReliableSender {
     if (outstanding() >= config_.window) return Status::kNoResource;
     if (outstanding() == 0) deadline_ = now + rto_;
     cookies_[next_ & mask_] = cookie;
+    sent_at_[next_ & mask_] = now;
     seq = next_++;
     ++stats_.sent;
     return Status::kOk;
   }
 
   // Applies a cumulative ack (the peer's next expected seq): calls retired(seq, cookie) for each
-  // newly covered message, oldest first, resets the backoff and restarts the timer. A stale ack
+  // newly covered message, oldest first, takes an RTT sample if the newest of them was never
+  // resent (which recomputes the RTO, ending any backoff), and restarts the timer. A stale ack
   // changes nothing (kOk); a repeated one counts toward a fast retransmit, which calls
   // resend(seq, cookie) for every unacked message, oldest first. One beyond next_seq() is refused
   // (kInvalidArgument, nothing changed).
@@ -122,21 +149,25 @@ class ReliableSender {
         for (Seq s = oldest_; s != next_; ++s) resend(s, cookies_[s & mask_]);
         stats_.retransmitted += outstanding();
         ++stats_.fast_retransmits;
+        clean_from_ = next_;
         deadline_ = now + rto_;
       }
       return Status::kOk;
     }
+    const Seq newest = ack - 1;
+    if (seq_before_eq(clean_from_, newest)) sample(now - sent_at_[newest & mask_]);
     for (std::int32_t i = 0; i < d; ++i, ++oldest_) retired(oldest_, cookies_[oldest_ & mask_]);
     stats_.acked += static_cast<std::uint32_t>(d);
+    if (seq_before(clean_from_, oldest_)) clean_from_ = oldest_;  // keeps it within the window
     retries_ = 0;
     dup_acks_ = 0;
-    rto_ = config_.rto_initial;
     deadline_ = now + rto_;
     return Status::kOk;
   }
 
   // Timer progress; call whenever now >= deadline() (calling earlier is harmless). On expiry calls
-  // resend(seq, cookie) for every unacked message, oldest first, and doubles the timeout (kOk).
+  // resend(seq, cookie) for every unacked message, oldest first, and doubles the timeout, up to
+  // rto_max, until the next RTT sample (kOk).
   // The expiry after max_retries such rounds fails the channel: failed(seq, cookie) for each
   // outstanding message, and kRetryExceeded. kClosed once failed.
   template <class Resend, class Failed>
@@ -151,7 +182,8 @@ class ReliableSender {
     ++stats_.timeouts;
     for (Seq s = oldest_; s != next_; ++s) resend(s, cookies_[s & mask_]);
     stats_.retransmitted += outstanding();
-    rto_ = rto_ * 2 < config_.rto_max ? rto_ * 2 : config_.rto_max;
+    clean_from_ = next_;
+    rto_ = rto_ > config_.rto_max / 2 ? config_.rto_max : rto_ * 2;
     deadline_ = now + rto_;
     return Status::kOk;
   }
@@ -169,16 +201,36 @@ class ReliableSender {
   }
 
  private:
+  // RFC 6298's update (header comment), in integer nanoseconds; sets rto_ afresh.
+  void sample(Time r) noexcept {
+    if (r < Time::zero()) r = Time::zero();  // a clock read out of order counts as no time
+    if (r > config_.rto_max) r = config_.rto_max;  // bounds the arithmetic; the RTO is clamped there
+    if (stats_.rtt_samples++ == 0) {
+      srtt_ = r;
+      rttvar_ = r / 2;
+    } else {
+      const Time delta = srtt_ > r ? srtt_ - r : r - srtt_;
+      rttvar_ += (delta - rttvar_) / 4;  // RTTVAR first: it uses the SRTT before this sample
+      srtt_ += (r - srtt_) / 8;
+    }
+    const Time rto = srtt_ + std::max(config_.granularity, 4 * rttvar_);
+    rto_ = std::clamp(rto, config_.rto_min, config_.rto_max);
+  }
+
   ReliabilityConfig config_;
-  Seq oldest_;  // first unacked
-  Seq next_;    // next to number
+  Seq oldest_;      // first unacked
+  Seq next_;        // next to number
+  Seq clean_from_;  // messages from here on were never resent (each resend resends all unacked)
   Time rto_;
+  Time srtt_{};
+  Time rttvar_{};
   Time deadline_{};
   std::uint32_t retries_ = 0;
   std::uint32_t dup_acks_ = 0;  // repeats of the current ack seen
   bool failed_ = false;
   std::uint32_t mask_;
   std::unique_ptr<std::uint64_t[]> cookies_;  // indexed by seq & mask_
+  std::unique_ptr<Time[]> sent_at_;           // first transmission, indexed by seq & mask_
   SenderStats stats_;
 };
 

@@ -104,6 +104,9 @@ WireFault check(const Header& h) noexcept;
 // places the payload after them. kInvalidArgument (nothing written) when `h` breaks a rule or
 // `out` is shorter than header_bytes(h.arg_count).
 [[nodiscard]] Status encode(const Header& h, std::span<std::byte> out) noexcept;
+// encode() without its checks, for a sender that built `h` from parts it already checked: writes
+// header_bytes(h.arg_count) bytes at `out`. `h` must pass check() and arg_count <= kMaxArgs.
+void encode_unchecked(const Header& h, std::byte* out) noexcept;
 
 // Reads one whole message `in`, validating every field; on kOk `out` holds its header and the
 // payload is in.subspan(header_bytes(out.arg_count)). On failure returns kInvalidArgument, sets
