@@ -51,4 +51,11 @@ std::uint32_t am_payload_limit(core::Transport transport, std::uint32_t max_mess
 // am_bw size becomes the limit when larger, and an explicit -s above it is an error (the message).
 std::string fit_am_sizes(PerfConfig& c, std::uint32_t limit);
 
+// --- dgram_lat, stream_* (ulp endpoints over UD) ---
+
+// The UD endpoint under a ulp endpoint: page-sized buffers (a fragment or segment is at most the
+// path MTU), 256 on the free queue so that a 64 KiB datagram (up to 256 fragments at the smallest
+// MTU) or a full 256 KiB stream window of segments finds posted receives, 512 in all.
+core::EndpointConfig ulp_endpoint_config(const PerfConfig& c);
+
 }  // namespace unet::perf
