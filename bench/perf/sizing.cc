@@ -116,10 +116,10 @@ core::EndpointConfig ulp_endpoint_config(const PerfConfig& c) {
     e.inline_post_limit = *c.inline_size;
   }
   e.buffer_bytes = 4096;
-  e.buffers = 512;
-  e.free_queue_depth = 256;
+  e.buffers = 1024;
+  e.free_queue_depth = kUlpFreeQueue;
   e.send_queue_depth = 128;
-  e.recv_queue_depth = 256;
+  e.recv_queue_depth = kUlpFreeQueue;
   return e;
 }
 
