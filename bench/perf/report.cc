@@ -202,6 +202,9 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
       w.key("BW_peak_computed").value(r.bandwidth->peak_computed);
     }
     if (r.server_count) w.key("server_count").value(*r.server_count);
+    if (r.retransmitted_segments)
+      w.key("retransmitted_segments").value(*r.retransmitted_segments);
+    if (r.retransmit_timeouts) w.key("retransmit_timeouts").value(*r.retransmit_timeouts);
     w.end_object();
   }
   w.end_array();

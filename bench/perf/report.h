@@ -47,6 +47,10 @@ struct SizeResult {
   std::string skipped;  // non-empty: not run, and why
   // am_*: the messages the server's handlers ran (warm-up included), as it reported at the end.
   std::optional<std::uint64_t> server_count;
+  // stream_*: the client's connection's segments sent again and retransmission timeouts (what
+  // the stream repaired on the unreliable UD path during the size).
+  std::optional<std::uint64_t> retransmitted_segments;
+  std::optional<std::uint64_t> retransmit_timeouts;
 };
 
 // What only the device tells: for the banner and the report.

@@ -25,6 +25,7 @@
 // the check pattern, and datagrams of 8 bytes or more carry their index in the first 8 (lost,
 // repeated or reordered datagrams show). The server compares its count (datagrams or messages
 // echoed; stream_bw: bytes) with the client's, and its endpoint's drop and malformed counters.
+// The stream tests report the client connection's retransmitted segments and timeouts (--json).
 //
 // Waits: UlpProgress polls (or with -e sleeps on the endpoint's fd, bounded by its next timer);
 // every wait ends after --timeout_ms, and while idle the session is watched, so that a peer that
@@ -173,7 +174,7 @@ SizeResult run_dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint&
                          core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(c);
   UlpProgress progress(ep, c, s, clock, kDgramLate);
-  SizeResult result{size, c.iterations, {}, {}, {}, {}};
+  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
   std::vector<std::byte> buf(size);
   ulp::DatagramInfo info;
   // Takes the next datagram on kPort into `buf`; true when one was there.
@@ -317,12 +318,18 @@ void serve_end(StreamRound& r, std::uint64_t count) {
 }
 
 // The client's end: shut down (unless `shut` already), read the server's end of the stream (it
-// closes after reading everything), give the connection back, compare counts.
-std::uint64_t client_end(StreamRound& r, std::uint64_t count, bool shut = false) {
+// closes after reading everything), note the connection's repairs in `result`, give the
+// connection back, compare counts.
+std::uint64_t client_end(StreamRound& r, SizeResult& result, std::uint64_t count,
+                         bool shut = false) {
   if (!shut)
     if (const Status st = r.ep.shutdown(r.conn); st != Status::kOk)
       r.progress.failed("shutdown", st);
   await_end(r, "the end of the server's stream");
+  if (const ulp::StreamStats* st = r.ep.stats(r.conn)) {
+    result.retransmitted_segments = st->retransmitted_segments;
+    result.retransmit_timeouts = st->timeouts;
+  }
   (void)r.ep.close(r.conn);
   if (std::string bad = stream_problems(r.ep); !bad.empty()) throw PerfError(bad);
   return finish_round(r.s, count);
@@ -330,7 +337,7 @@ std::uint64_t client_end(StreamRound& r, std::uint64_t count, bool shut = false)
 
 SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(r.c);
-  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}};
+  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}, {}, {}};
   std::vector<std::byte> out(r.size), in(r.size);
   auto ignore = [](std::size_t) {};
 
@@ -359,7 +366,7 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
         throw PerfError(bad);
   }
   stamps[total] = core::CycleClock::now();
-  result.server_count = client_end(r, total);
+  result.server_count = client_end(r, result, total);
   std::vector<double> half_rtt = half_round_trips(r.c, clock, stamps);
   result.latency = bench::compute_latency(half_rtt);
   return result;
@@ -368,7 +375,7 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
 SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(r.c), warmup = r.c.warmup;
   const std::uint64_t bytes = total * r.size;
-  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}};
+  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}, {}, {}};
 
   if (!r.c.is_client()) {  // server: read and count, message by message
     std::vector<std::byte> in(r.size);
@@ -421,7 +428,7 @@ SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
       },
       "the acknowledgement of the last bytes");
   complete_up_to(total, core::CycleClock::now());
-  result.server_count = client_end(r, bytes, true);
+  result.server_count = client_end(r, result, bytes, true);
   result.bandwidth = compute_bw(posted, completed, r.size, clock.ticks_per_us());
   return result;
 }
@@ -489,7 +496,7 @@ SizeResult run_ulp_size(const PerfConfig& c, Session& s, std::uint32_t size,
   } catch (const std::exception& e) {  // verbs::Error, or ulp's std::invalid_argument
     state = std::string("error ") + e.what();
   }
-  SizeResult result{size, c.iterations, {}, {}, {}, {}};
+  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
   if (std::string skip = agree_size(s, size, state); !skip.empty()) {
     result.skipped = skip;
     return result;
