@@ -342,7 +342,6 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
   auto ignore = [](std::size_t) {};
 
   if (!r.c.is_client()) {  // server: read a message, send it back
-    sync_go(r.s);
     std::uint64_t echoed = 0;
     for (; echoed < total; ++echoed) {
       recv_exact(r, in, echoed == 0 ? "a message from the client" : "the next message");
@@ -355,7 +354,6 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
   }
 
   std::vector<std::uint64_t> stamps(total + 1);
-  sync_go(r.s);
   for (std::uint64_t it = 0; it < total; ++it) {
     fill_message(out, it, total, false);
     stamps[it] = core::CycleClock::now();
@@ -379,7 +377,6 @@ SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
 
   if (!r.c.is_client()) {  // server: read and count, message by message
     std::vector<std::byte> in(r.size);
-    sync_go(r.s);
     std::uint64_t got = 0;
     for (std::uint64_t k = 0; k < total; ++k) {
       recv_exact(r, in, k == 0 ? "data from the client" : "more data");
@@ -407,7 +404,6 @@ SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
       complete_up_to(std::min(total, (taken - kUlpStreamBuffer) / r.size),
                      core::CycleClock::now());
   };
-  sync_go(r.s);
   for (std::uint64_t k = 0; k < total; ++k) {
     fill_message(out, k, total, false);
     send_all(r, out, took);
@@ -447,6 +443,11 @@ SizeResult stream_size(const PerfConfig& c, Session& s, ulp::StreamEndpoint& ep,
                        core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
   UlpProgress progress(ep, c, s, clock, kStreamLate);
   ulp::ConnId conn = ulp::kNoConn;
+  // "go" before the handshake, not after: no side then blocks on the session while the other
+  // still needs its segments answered (a lost ACK of the SYN-ACK is repaired by the server's
+  // resend, which a client waiting for "go" would not read; the client's first data carries the
+  // ACK again). The client sends nothing more on the session until its count.
+  sync_go(s);
   if (c.is_client()) {  // the server listened before the channel was made
     if (Status st = ep.connect(peer, kPort, conn); st != Status::kOk)
       progress.failed("connect", st);
