@@ -3,12 +3,22 @@
 
 Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat, ib_read_lat,
 ib_send_bw, ib_write_bw for the endpoint tests, ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
-for the active-message tests on unet RC and UD — with the same sizes and iteration counts,
+for the active-message tests on unet RC and UD; for the user-level protocols (ulp, on UD) rsockets'
+rstream (stream_lat 64 B and stream_bw 64 KiB) and the kernel's TCP and UDP over the VM's veth
+(sockperf ping-pong: stream_lat and dgram_lat 64 B) — with the same sizes and iteration counts,
 interleaved (the order of each pair alternates between rounds), for several rounds, and reports
 for each pair the median of the rounds and the median unet / peer ratio with its spread (min..max
 over rounds): emulated timings are noisy, ratios within one run are what mean something. Context
 peers that have no unet twin run once per round beside them: rsockets (rstream) and kernel TCP over
-the VM's veth (sockperf ping-pong). --tests runs a subset (e.g. --tests am_lat,am_bw).
+the VM's veth (sockperf ping-pong) at the latency sizes. --tests runs a subset (e.g. --tests
+am_lat,am_bw).
+
+User-level protocols: rstream's latency is its ping-pong (-I iterations of one transfer each way,
+usec/xfer = half round trip, as unet's t_typical median is of half round trips); its bandwidth is
+-C transfers of -S bytes one way then back, whose Gb/s (10^9 bits) is converted to MB/s (2^20
+bytes) for unet's BW average. sockperf runs for a fixed time (2 s) and reports the median half
+round trip. rstream and sockperf need --address (the device's netdev address; the kernel's
+sockets and rsockets use it, over the veth).
 
 Active messages: unet's -s is the payload, behind a 16-byte header and one argument word;
 ucx_perftest's -s is the whole message, its 8-byte AM header included (short up to 64 bytes, else
@@ -33,7 +43,11 @@ import sys
 import time
 
 LAT, BW = "lat", "bw"
-TESTS = ("ep_lat", "da_write_lat", "da_read_lat", "ep_bw", "da_write_bw", "am_lat", "am_bw")
+TESTS = ("ep_lat", "da_write_lat", "da_read_lat", "ep_bw", "da_write_bw", "am_lat", "am_bw", "dgram_lat",
+         "stream_lat", "stream_bw")
+ULP_TESTS = ("dgram_lat", "stream_lat", "stream_bw")
+# The ulp pairs' sizes, as the issue names them: 64-byte ping-pongs, 64 KiB stream messages.
+ULP_LAT_SIZE, ULP_BW_SIZE = 64, 65536
 # unet_perf's default warm-up iterations, which ucx_perftest is given too (-w).
 WARMUP = {LAT: 100, BW: 0}
 # UCT's rc_verbs bcopy/zcopy active messages fit its bounce buffers (UCX_RC_VERBS_SEG_SIZE, 8256
@@ -75,6 +89,9 @@ def parse_args():
         a.bw_sizes = [int(s) for s in a.bw_sizes.split(",")]
     except ValueError:
         p.error("sizes are comma-separated byte counts")
+    if any(t in ULP_TESTS for t in a.tests) and not a.address:
+        p.error("dgram_lat, stream_lat and stream_bw pair with rstream and sockperf, which need --address "
+                "(or UNET_RXE_ADDR0): the IP address of the device's netdev")
     if not a.device:
         devs = sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else []
         if not devs:
@@ -214,9 +231,14 @@ class Runner:
         return run_pair(cmd, client, self.a.timeout, env=env)
 
     def peer(self, tool, kind, size, iters):
-        """The peer of a case: a perftest tool, or "ucx_perftest TEST"."""
+        """The peer of a case: a perftest tool, "ucx_perftest TEST", "rstream lat|bw" or
+        "sockperf TCP|UDP"; returns its output (figures() reads it)."""
         if tool.startswith("ucx_perftest "):
             return self.ucx(tool.split()[1], size, iters, WARMUP[kind])
+        if tool.startswith("rstream "):
+            return self.rstream_out(size, iters, tool.split()[1])
+        if tool.startswith("sockperf "):
+            return self.sockperf_out(size, tool.split()[1])
         return self.perftest(tool, size, iters)
 
     def limit(self, test, transport):
@@ -230,32 +252,54 @@ class Runner:
             raise ToolError(f"{' '.join(cmd)}: no limit in:\n{out[-1500:]}")
         return int(m.group(1))
 
-    def rstream(self, size, iters):
-        server = ["rstream", "-b", self.a.address, "-S", str(size), "-C", str(iters)]
-        client = ["rstream", "-s", self.a.address, "-S", str(size), "-C", str(iters)]
-        out = run_pair(server, client, self.a.timeout)
-        for line in out.splitlines():
-            f = line.split()
-            if len(f) == 8 and rstream_count(f[1]) == size:
-                return float(f[7])  # usec/xfer
-        raise ToolError(f"no rstream result in:\n{out[-1500:]}")
+    def rstream_out(self, size, iters, mode):
+        """rstream's output: "lat" runs `iters` ping-pongs of one transfer (-I), "bw" `iters`
+        transfers one way, then back (-C)."""
+        count = ["-I", str(iters), "-C", "1"] if mode == "lat" else ["-C", str(iters)]
+        common = ["-S", str(size), *count, "-p", str(self.next_port())]
+        return run_pair(["rstream", "-b", self.a.address, *common], ["rstream", "-s", self.a.address, *common],
+                        self.a.timeout)
 
-    def sockperf(self, size, seconds=2):
+    def rstream(self, size, iters):
+        """Context: rstream's ping-pong, half round trip in us."""
+        return rstream_figures(self.rstream_out(size, iters, "lat"), size)[0]
+
+    def sockperf_out(self, size, proto, seconds=2):
+        """sockperf ping-pong over the kernel's TCP or UDP on --address, for `seconds`."""
         port = str(self.next_port())
-        server = PIN_SERVER + ["sockperf", "server", "--tcp", "-i", self.a.address, "-p", port]
+        flag = ["--tcp"] if proto == "TCP" else []
+        server = PIN_SERVER + ["sockperf", "server", *flag, "-i", self.a.address, "-p", port]
         srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(1.0)
-            out = subprocess.run(PIN_CLIENT + ["sockperf", "ping-pong", "--tcp", "-i", self.a.address, "-p", port, "-m",
-                                  str(max(size, 14)), "-t", str(seconds)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, timeout=self.a.timeout).stdout
+            return subprocess.run(PIN_CLIENT + ["sockperf", "ping-pong", *flag, "-i", self.a.address, "-p", port,
+                                                "-m", str(max(size, 14)), "-t", str(seconds)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=self.a.timeout).stdout
         finally:
             srv.kill()
             srv.wait()
-        m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
-        if not m:
-            raise ToolError(f"no sockperf median in:\n{out[-1500:]}")
-        return float(m.group(1))
+
+    def sockperf(self, size):
+        """Context: kernel TCP ping-pong, median half round trip in us."""
+        return sockperf_median(self.sockperf_out(size, "TCP"))
+
+
+def rstream_figures(out, size):
+    """rstream's row for `size`: (usec/xfer, Gb/sec)."""
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 8 and rstream_count(f[1]) == size:
+            return float(f[7]), float(f[6])
+    raise ToolError(f"no rstream result in:\n{out[-1500:]}")
+
+
+def sockperf_median(out):
+    """sockperf's median half round trip (it reports RTT / 2) in us."""
+    m = re.search(r"percentile 50\.000 =\s*([0-9.]+)", out)
+    if not m:
+        raise ToolError(f"no sockperf median in:\n{out[-1500:]}")
+    return float(m.group(1))
 
 
 def rstream_count(text):
@@ -300,6 +344,18 @@ def cases(a, limits):
         for s in sorted({min(s, limits[transport]) for s in a.bw_sizes}):
             out.append((f"am_bw {transport} {s} B --batch {EP_BW_BATCH}", BW, s, "am_bw", c + batch + window,
                         "ucx_perftest am_bw", bw_metric(s), transport))
+    # User-level protocols (UD only): the stream against rsockets and kernel TCP, datagrams against
+    # kernel UDP, all over the device's netdev (rsockets on the device itself).
+    if "stream_lat" in a.tests:
+        for peer in ("rstream lat", "sockperf TCP"):
+            out.append((f"stream_lat {ULP_LAT_SIZE} B vs {peer.split()[0]}", LAT, ULP_LAT_SIZE, "stream_lat", (), peer,
+                        "t_typical us", "UD"))
+    if "stream_bw" in a.tests:
+        out.append((f"stream_bw {ULP_BW_SIZE} B", BW, ULP_BW_SIZE, "stream_bw", (), "rstream bw", "BW average MB/s",
+                    "UD"))
+    if "dgram_lat" in a.tests:
+        out.append((f"dgram_lat {ULP_LAT_SIZE} B", LAT, ULP_LAT_SIZE, "dgram_lat", (), "sockperf UDP", "t_typical us",
+                    "UD"))
     return [x for x in out if x[3] in a.tests]
 
 
@@ -328,7 +384,16 @@ def figures(kind, size, out, tool=""):
     unet_perf and perftest print perftest's tables; ucx_perftest its Final row, of which the
     50%ile (half round trip, as t_typical) and the overall bandwidth and rate (the whole run, as
     unet's BW average from first post to last completion)."""
-    if tool.startswith("ucx_perftest"):
+    if tool.startswith("sockperf"):
+        lat = sockperf_median(out)
+        return {"value": lat, "latency_us": lat}
+    if tool.startswith("rstream"):
+        usec, gbps = rstream_figures(out, size)
+        if kind == LAT:
+            return {"value": usec, "latency_us": usec}
+        bw = gbps * 1e9 / 8 / (1 << 20)
+        rate = bw * (1 << 20) / size / 1e6
+    elif tool.startswith("ucx_perftest"):
         f = ucx_final(out)
         if kind == LAT:
             return {"value": f[1], "latency_us": f[1]}
@@ -449,19 +514,22 @@ def plot(a, results, context):
 
     for kind, fname, ylabel, field, tests in (
             (LAT, "latency.png", "half round trip [us]", "latency_us",
-             (("ep_lat", "RC"), ("am_lat", "RC"), ("am_lat", "UD"))),
+             (("ep_lat", "RC"), ("am_lat", "RC"), ("am_lat", "UD"), ("stream_lat", "UD"), ("dgram_lat", "UD"))),
             (BW, "bandwidth.png", "BW average [MB/s]", "bw_MBps",
-             (("ep_bw", "RC"), ("da_write_bw", "RC"), ("am_bw", "RC"), ("am_bw", "UD")))):
+             (("ep_bw", "RC"), ("da_write_bw", "RC"), ("am_bw", "RC"), ("am_bw", "UD"), ("stream_bw", "UD")))):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         peers = set()  # each peer's line once (am UD's ucx_perftest runs repeat RC's sizes)
         for test, transport in tests:
             pts = series(kind, test, transport, field)
             if pts:
                 label = f"unet {test}" + (f" {transport}" if test.startswith("am_") else "")
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
-                if pts[0][3] not in peers:
-                    peers.add(pts[0][3])
-                    ax.plot([p[0] for p in pts], [p[2] for p in pts], "s--", label=pts[0][3])
+                # stream_lat has two peers at one size: one unet point, each peer's own.
+                unet_pts = sorted({(p[0], p[1]) for p in pts})
+                ax.plot([p[0] for p in unet_pts], [p[1] for p in unet_pts], "o-", label=label)
+                for peer in sorted({p[3] for p in pts} - peers):
+                    peers.add(peer)
+                    mine = [p for p in pts if p[3] == peer]
+                    ax.plot([p[0] for p in mine], [p[2] for p in mine], "s--", label=peer)
         if kind == LAT:
             for prefix in ("rstream", "sockperf TCP"):
                 pts = sorted((int(k.split()[-2]), statistics.median(v)) for k, v in context.items()

@@ -5,13 +5,14 @@
 //
 // Tests: ep_lat, ep_bw (base-level U-Net send/recv through core::Endpoint), da_write_lat,
 // da_write_bw, da_read_lat (direct-access: grant / write / read with a RemoteToken), am_lat, am_bw
-// (U-Net Active Messages: request/reply and request streams through uam::Endpoint). Flags keep
+// (U-Net Active Messages: request/reply and request streams through uam::Endpoint), dgram_lat,
+// stream_lat, stream_bw (the user-level protocols: ulp's datagrams and byte stream). Flags keep
 // perftest's names and meanings (-d -i -x -p -s -a -n -c -I -R -e -F); see --help. The client
 // prints perftest's table on stdout; --json FILE writes the same figures and the configuration.
 //
 // The run, in order: flags -> PerfConfig (options.cc); the device is probed so that a bad -d, -i
 // or -x fails at once; the TCP session and the settings check (connect.cc); then per size a fresh
-// endpoint and channel, the test (ep_tests.cc, da_tests.cc, am_tests.cc), and the closing count
+// endpoint and channel, the test (ep_tests.cc, da_tests.cc, am_tests.cc, ulp_tests.cc), and the closing count
 // check.
 #include <gflags/gflags.h>
 #include <unistd.h>
@@ -37,7 +38,9 @@
 #include "unet/core/endpoint.h"
 #include "unet/verbs/error.h"
 
-DEFINE_string(test, "", "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat or am_bw");
+DEFINE_string(test, "",
+              "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw, dgram_lat, "
+              "stream_lat or stream_bw");
 DEFINE_string(d, "", "RDMA device (default: the first)");
 DEFINE_int32(i, 1, "port of the device");
 DEFINE_int32(x, -1, "GID index (default: chosen like perftest)");
@@ -45,12 +48,15 @@ DEFINE_int32(p, 18515, "TCP port of the out-of-band session (and of rdma_cm with
 DEFINE_int64(
     s, 2,
     "message size in bytes (default 2 for *_lat, 65536 for *_bw); am_*: the payload, up to "
-    "65535 (UD: the path MTU less the 24-byte header), default for am_bw the largest");
+    "65535 (UD: the path MTU less the 24-byte header), default for am_bw the largest; dgram_lat: "
+    "one datagram, up to 65536");
 DEFINE_bool(
     a, false,
     "run every size from 2 to 8388608 bytes (powers of two); am_*: up to the largest payload");
 DEFINE_int64(n, 1000, "timed iterations per size (default 1000; 5000 for da_write_bw)");
-DEFINE_string(c, "RC", "transport: RC or UD (UD for ep_* only)");
+DEFINE_string(c, "RC",
+              "transport: RC or UD (UD for ep_* and am_*; dgram_lat, stream_lat and stream_bw run "
+              "on UD only, their default)");
 DEFINE_int32(I, 44,
              "largest inline send (as perftest's -I): up to 44 bytes travel inside the descriptor, "
              "larger ones are posted inline from their segment buffer; clamped to the device "
@@ -98,7 +104,7 @@ RawFlags raw_flags(int argc, char** argv) {
   if (!is_default("s")) f.size = FLAGS_s;
   f.all_sizes = FLAGS_a;
   if (!is_default("n")) f.iterations = FLAGS_n;
-  f.connection = FLAGS_c;
+  if (!is_default("c")) f.connection = FLAGS_c;
   if (!is_default("I")) f.inline_size = FLAGS_I;
   f.rdma_cm = FLAGS_R;
   f.events = FLAGS_e;
@@ -161,6 +167,10 @@ SizeResult run_test(Round& r) {
     case TestKind::kAmLat:
     case TestKind::kAmBw:
       break;  // run_am_size: on a uam::Endpoint
+    case TestKind::kDgramLat:
+    case TestKind::kStreamLat:
+    case TestKind::kStreamBw:
+      break;  // run_ulp_size: on a ulp endpoint
   }
   throw PerfError("unknown test");
 }
@@ -259,6 +269,8 @@ int main(int argc, char** argv) {
     if (cfg.is_am()) info.am_limit = am_payload_limit(cfg.transport, max_message);
     if (cfg.limits) {
       const std::uint64_t most = cfg.is_am()                             ? info.am_limit
+                                 : cfg.test == TestKind::kDgramLat       ? kMaxDgram
+                                 : cfg.is_ulp()                          ? kMaxSize
                                  : cfg.transport == core::Transport::kUd ? max_message
                                                                          : kMaxSize;
       std::printf("max_size %llu\n", static_cast<unsigned long long>(most));
@@ -266,7 +278,7 @@ int main(int argc, char** argv) {
     }
     if (cfg.is_am())
       if (std::string bad = fit_am_sizes(cfg, info.am_limit); !bad.empty()) die(bad);
-    if (!cfg.is_am() && cfg.transport == core::Transport::kUd && !cfg.all_sizes &&
+    if (!cfg.is_am() && !cfg.is_ulp() && cfg.transport == core::Transport::kUd && !cfg.all_sizes &&
         cfg.sizes.front() > max_message)
       die("-s " + std::to_string(cfg.sizes.front()) +
           " exceeds the largest UD message, the path MTU (" + std::to_string(max_message) +
@@ -298,9 +310,10 @@ int main(int argc, char** argv) {
       const std::uint32_t size = cfg.sizes[k];
       if (progress)
         std::fprintf(stderr, "\r# %u bytes (%zu of %zu)...   ", size, k + 1, cfg.sizes.size());
-      results.push_back(!session      ? run_with_tool(cfg, clock)
-                        : cfg.is_am() ? run_am_size(cfg, *session, size, clock)
-                                      : run_size(cfg, *session, size, clock));
+      results.push_back(!session       ? run_with_tool(cfg, clock)
+                        : cfg.is_am()  ? run_am_size(cfg, *session, size, clock)
+                        : cfg.is_ulp() ? run_ulp_size(cfg, *session, size, clock)
+                                       : run_size(cfg, *session, size, clock));
       const SizeResult& r = results.back();
       if (!r.skipped.empty())
         std::printf("# %u bytes skipped: %s\n", size, r.skipped.c_str());

@@ -7,7 +7,7 @@
 namespace unet::perf {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, TestKind>, 7> kTests{{
+constexpr std::array<std::pair<std::string_view, TestKind>, 10> kTests{{
     {"ep_lat", TestKind::kEpLat},
     {"ep_bw", TestKind::kEpBw},
     {"da_write_lat", TestKind::kDaWriteLat},
@@ -15,6 +15,9 @@ constexpr std::array<std::pair<std::string_view, TestKind>, 7> kTests{{
     {"da_read_lat", TestKind::kDaReadLat},
     {"am_lat", TestKind::kAmLat},
     {"am_bw", TestKind::kAmBw},
+    {"dgram_lat", TestKind::kDgramLat},
+    {"stream_lat", TestKind::kStreamLat},
+    {"stream_bw", TestKind::kStreamBw},
 }};
 
 bool is_direct(TestKind t) noexcept {
@@ -84,7 +87,9 @@ std::vector<std::uint32_t> am_sweep(std::uint32_t limit) {
 
 std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   PerfConfig c;
-  const std::string tests = "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw";
+  const std::string tests =
+      "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw, dgram_lat, "
+      "stream_lat, stream_bw";
   if (f.test.empty()) return "--test is required (" + tests + ")";
   bool found = false;
   for (const auto& [name, kind] : kTests)
@@ -106,16 +111,25 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   if (f.tcp_port < 1 || f.tcp_port > 65535) return range_error("-p", f.tcp_port, 1, 65535);
   c.tcp_port = static_cast<std::uint16_t>(f.tcp_port);
 
-  if (f.connection == "RC") {
+  if (f.connection.empty()) {
+    c.transport = c.is_ulp() ? core::Transport::kUd : core::Transport::kRc;
+  } else if (f.connection == "RC") {
     c.transport = core::Transport::kRc;
   } else if (f.connection == "UD") {
     c.transport = core::Transport::kUd;
   } else {
     return "-c must be RC or UD, not '" + f.connection + "'";
   }
+  if (c.transport == core::Transport::kRc && c.is_ulp())
+    return "-c RC: " + f.test +
+           " runs on UD only (ulp's DatagramEndpoint and StreamEndpoint are U-Net protocols over "
+           "UD); drop -c RC";
   if (c.transport == core::Transport::kUd && is_direct(c.test))
     return "-c UD: " + f.test + " needs RC (RDMA WRITE and READ are RC operations)";
   c.rdma_cm = f.rdma_cm;
+  if (c.rdma_cm && c.is_ulp())
+    return "-R (rdma_cm) sets up RC channels only; " + f.test +
+           " runs on a UD channel set up out of band: drop -R";
   if (c.rdma_cm && c.transport == core::Transport::kUd)
     return "-R (rdma_cm) sets up RC channels only; drop -c UD";
 
@@ -129,7 +143,10 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   }
 
   // am_*: -s is the payload, up to uam's limit (UD lowers it to the path MTU: main.cc, sizing.h).
-  const std::uint64_t max_size = c.is_am() ? kMaxAmPayload : kMaxSize;
+  // dgram_lat: one datagram, at most ulp's 64 KiB; the streams take any size.
+  const std::uint64_t max_size = c.is_am()                      ? kMaxAmPayload
+                                 : c.test == TestKind::kDgramLat ? kMaxDgram
+                                                                 : kMaxSize;
   if (f.all_sizes && f.size)
     return "-a runs every size from 2 to " + std::to_string(max_size) + " bytes; drop -s";
   c.all_sizes = f.all_sizes;
@@ -137,7 +154,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   if (c.all_sizes && c.is_am()) {
     c.sizes = am_sweep(kMaxAmPayload);
   } else if (c.all_sizes) {
-    for (std::uint64_t s = 2; s <= kMaxSize; s *= 2)
+    for (std::uint64_t s = 2; s <= max_size; s *= 2)
       c.sizes.push_back(static_cast<std::uint32_t>(s));
   } else {
     // perftest's defaults: 2 bytes for latency, 64 KiB for bandwidth (am_bw: the largest payload).
@@ -145,7 +162,9 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
         f.size.value_or(c.is_latency() ? 2 : std::min<std::int64_t>(65536, max_size));
     if (s < 1 || static_cast<std::uint64_t>(s) > max_size)
       return range_error("-s", s, 1, static_cast<std::int64_t>(max_size)) +
-             (c.is_am() ? " (an active message's payload)" : "");
+             (c.is_am()                         ? " (an active message's payload)"
+              : c.test == TestKind::kDgramLat ? " (one ulp datagram)"
+                                              : "");
     c.sizes.push_back(static_cast<std::uint32_t>(s));
   }
 
@@ -172,6 +191,9 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   c.batch = static_cast<std::uint32_t>(f.batch);
   if (c.batch > 1 && c.is_latency())
     return "--batch applies to the *_bw tests only (latency keeps one message in flight)";
+  if (c.batch > 1 && c.is_ulp())
+    return "--batch does not apply to " + f.test +
+           " (the stream sends from its own buffer; it decides how many segments go per doorbell)";
 
   c.events = f.events;
   if (c.events && (c.test == TestKind::kDaWriteLat || c.test == TestKind::kDaWriteBw))

@@ -15,6 +15,7 @@
 #include "unet/core/endpoint.h"
 #include "unet/uam/credit_window.h"
 #include "unet/uam/wire_header.h"
+#include "unet/ulp/datagram_header.h"
 
 namespace unet::perf {
 
@@ -25,7 +26,10 @@ enum class TestKind : std::uint8_t {
   kDaWriteBw,
   kDaReadLat,
   kAmLat,
-  kAmBw
+  kAmBw,
+  kDgramLat,
+  kStreamLat,
+  kStreamBw
 };
 enum class OobKind : std::uint8_t { kUnet, kRcPingpong, kIbSendLat };
 
@@ -40,6 +44,14 @@ inline constexpr std::uint32_t kMaxAmPayload = uam::kMaxPayload;
 inline constexpr std::uint32_t kDefaultAmWindow = uam::CreditWindow::kDefaultWindow;
 inline constexpr std::uint32_t kMaxAmWindow = uam::CreditWindow::kMaxWindow;
 static_assert(kMaxAmPayload <= kMaxSize, "am sizes are a subset of perftest's");
+// dgram_lat: one datagram of up to ulp's 64 KiB (fragmented over UD, reassembled by the receiver).
+inline constexpr std::uint32_t kMaxDgram = ulp::kMaxDatagram;
+static_assert(kMaxDgram <= kMaxSize, "datagram sizes are a subset of perftest's");
+// stream_*: the connection's send and receive buffers (ulp::StreamConfig). stream_bw's client
+// relies on the send buffer being exactly this (ulp rounds up to a power of two) to tell when
+// bytes were acknowledged (ulp_tests.cc).
+inline constexpr std::uint32_t kUlpStreamBuffer = 256 * 1024;
+static_assert((kUlpStreamBuffer & (kUlpStreamBuffer - 1)) == 0, "ulp would round it up");
 
 // The flag values exactly as the user gave them; nullopt = the flag was left at its default.
 struct RawFlags {
@@ -51,7 +63,7 @@ struct RawFlags {
   std::optional<std::int64_t> size;         // -s
   bool all_sizes = false;                   // -a
   std::optional<std::int64_t> iterations;   // -n
-  std::string connection = "RC";            // -c
+  std::string connection;                   // -c ("" = the test's own: RC, or UD for ulp's)
   std::optional<std::int64_t> inline_size;  // -I
   bool rdma_cm = false;                     // -R
   bool events = false;                      // -e
@@ -73,7 +85,8 @@ struct PerfConfig {
   std::uint8_t ib_port = 1;
   std::optional<std::uint32_t> gid_index;
   std::uint16_t tcp_port = 18515;
-  std::vector<std::uint32_t> sizes;  // one (-s) or 2 .. 8 MiB (-a; am_*: 2 .. the payload limit)
+  std::vector<std::uint32_t> sizes;  // one (-s) or 2 .. 8 MiB (-a; am_*: 2 .. the payload limit;
+                                     // dgram_lat: 2 .. 64 KiB)
   bool all_sizes = false;
   bool default_size = false;        // -s and -a not given (am_bw over UD then runs the UD limit)
   std::uint64_t iterations = 1000;  // timed iterations per size
@@ -94,9 +107,15 @@ struct PerfConfig {
 
   bool is_client() const noexcept { return !host.empty(); }
   bool is_latency() const noexcept {
-    return test != TestKind::kEpBw && test != TestKind::kDaWriteBw && test != TestKind::kAmBw;
+    return test != TestKind::kEpBw && test != TestKind::kDaWriteBw && test != TestKind::kAmBw &&
+           test != TestKind::kStreamBw;
   }
   bool is_am() const noexcept { return test == TestKind::kAmLat || test == TestKind::kAmBw; }
+  // The user-level protocols (ulp_tests.cc): DatagramEndpoint and StreamEndpoint, UD only.
+  bool is_ulp() const noexcept {
+    return test == TestKind::kDgramLat || test == TestKind::kStreamLat ||
+           test == TestKind::kStreamBw;
+  }
 };
 
 std::string_view test_name(TestKind t) noexcept;

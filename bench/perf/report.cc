@@ -29,6 +29,14 @@ std::string_view what_is_measured(TestKind t) noexcept {
     case TestKind::kAmBw:
       return "active-message request stream through uam::Endpoint, no reply; a message counts when "
              "its implicit completion (the server's acknowledgement) arrives";
+    case TestKind::kDgramLat:
+      return "datagram ping-pong through ulp::DatagramEndpoint (the server echoes each datagram)";
+    case TestKind::kStreamLat:
+      return "byte-stream ping-pong through ulp::StreamEndpoint (the server reads -s bytes and "
+             "sends them back)";
+    case TestKind::kStreamBw:
+      return "byte stream through ulp::StreamEndpoint; a message counts when the server's "
+             "acknowledgement of it is known";
   }
   return "?";
 }
@@ -92,6 +100,13 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
          std::to_string(uam::header_bytes(0)) + "-byte header; payload up to " +
          std::to_string(info.am_limit) + " bytes on " + std::string(transport_name(c.transport)) +
          "; credit window " + std::to_string(c.window) + " requests\n";
+  if (c.is_ulp())
+    b += "# user-level protocol over UD: " +
+         std::string(c.test == TestKind::kDgramLat
+                         ? "datagrams up to 64 KiB, fragmented to the path MTU, never resent"
+                         : "one connection, send and receive buffers of " +
+                               std::to_string(kUlpStreamBuffer / 1024) + " KiB") +
+         "\n";
   b += "# " + std::to_string(c.warmup) + " warm-up iterations excluded; ";
   if (c.test == TestKind::kDaReadLat)
     b += "latency is the full READ round trip (as ib_read_lat); t_typical is the median\n";
@@ -159,6 +174,8 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
     w.key("am_args").value(static_cast<std::uint32_t>(kAmArgs));
     w.key("am_max_payload").value(info.am_limit);
   }
+  if (c.is_ulp() && c.test != TestKind::kDgramLat)
+    w.key("stream_buffer").value(kUlpStreamBuffer);
   w.key("ticks_per_usec").value(info.ticks_per_us);
   w.end_object();
 
@@ -187,6 +204,9 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
     if (r.server_count) w.key("server_count").value(*r.server_count);
     if (r.am_retransmitted) w.key("am_retransmitted").value(*r.am_retransmitted);
     if (r.am_duplicates) w.key("am_duplicates").value(*r.am_duplicates);
+    if (r.retransmitted_segments)
+      w.key("retransmitted_segments").value(*r.retransmitted_segments);
+    if (r.retransmit_timeouts) w.key("retransmit_timeouts").value(*r.retransmit_timeouts);
     w.end_object();
   }
   w.end_array();

@@ -51,6 +51,10 @@ struct SizeResult {
   // server's resends that arrived), warm-up included. Over RC both stay 0.
   std::optional<std::uint64_t> am_retransmitted;
   std::optional<std::uint64_t> am_duplicates;
+  // stream_*: the client's connection's segments sent again and retransmission timeouts (what
+  // the stream repaired on the unreliable UD path during the size).
+  std::optional<std::uint64_t> retransmitted_segments;
+  std::optional<std::uint64_t> retransmit_timeouts;
 };
 
 // What only the device tells: for the banner and the report.

@@ -119,4 +119,10 @@ SizeResult run_da_read_lat(Round& r);
 SizeResult run_am_size(const PerfConfig& c, Session& s, std::uint32_t size,
                        const core::CycleClock& clock);
 
+// One size of dgram_lat, stream_lat or stream_bw (ulp_tests.cc): its ulp endpoint over UD, the
+// per-size handshake, the channel, the test and the closing count check. Returns the client's
+// figures.
+SizeResult run_ulp_size(const PerfConfig& c, Session& s, std::uint32_t size,
+                        const core::CycleClock& clock);
+
 }  // namespace unet::perf

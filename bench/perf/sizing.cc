@@ -104,6 +104,25 @@ std::string fit_am_sizes(PerfConfig& c, std::uint32_t limit) {
          " bytes: " + why + ")";
 }
 
+core::EndpointConfig ulp_endpoint_config(const PerfConfig& c) {
+  core::EndpointConfig e;
+  e.device = c.device;
+  e.port = c.ib_port;
+  e.gid_index = c.gid_index;
+  e.transport = core::Transport::kUd;
+  e.mode = core::Mode::kBaseLevel;
+  if (c.inline_size) {
+    e.inline_threshold = *c.inline_size;
+    e.inline_post_limit = *c.inline_size;
+  }
+  e.buffer_bytes = 4096;
+  e.buffers = 1024;
+  e.free_queue_depth = kUlpFreeQueue;
+  e.send_queue_depth = 128;
+  e.recv_queue_depth = kUlpFreeQueue;
+  return e;
+}
+
 CreditPlan credit_plan(std::uint32_t free_queue_depth) noexcept {
   CreditPlan p;
   p.window = std::max<std::uint64_t>(free_queue_depth / 2, 1);

@@ -51,4 +51,14 @@ std::uint32_t am_payload_limit(core::Transport transport, std::uint32_t max_mess
 // am_bw size becomes the limit when larger, and an explicit -s above it is an error (the message).
 std::string fit_am_sizes(PerfConfig& c, std::uint32_t limit);
 
+// --- dgram_lat, stream_* (ulp endpoints over UD) ---
+
+// The UD endpoint under a ulp endpoint: page-sized buffers (a fragment or segment is at most the
+// path MTU), kUlpFreeQueue of them posted so that all fragments of a 64 KiB datagram find posted
+// receives even at the smallest path MTU (256 bytes: 278 fragments of 236), 1024 in all (sends
+// and datagrams waiting in a port's queue hold the rest). The stream bounds what it lets in flight
+// by what the free queue absorbs.
+inline constexpr std::uint32_t kUlpFreeQueue = 512;
+core::EndpointConfig ulp_endpoint_config(const PerfConfig& c);
+
 }  // namespace unet::perf

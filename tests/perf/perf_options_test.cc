@@ -149,6 +149,25 @@ const BadCase kBadCases[] = {
      "--window 0 is out of range (1 .. 127)"},
     {"window_over_uam_limit", [](RawFlags& f) { f.test = "am_bw"; f.window = 128; },
      "--window 128 is out of range (1 .. 127)"},
+    // ulp's endpoints run on UD only: RC is refused whether asked for by -c or implied by -R.
+    {"dgram_lat_rc", [](RawFlags& f) { f.test = "dgram_lat"; f.connection = "RC"; },
+     "-c RC: dgram_lat runs on UD only"},
+    {"stream_lat_rc", [](RawFlags& f) { f.test = "stream_lat"; f.connection = "RC"; },
+     "-c RC: stream_lat runs on UD only"},
+    {"stream_bw_rc", [](RawFlags& f) { f.test = "stream_bw"; f.connection = "RC"; },
+     "-c RC: stream_bw runs on UD only"},
+    {"stream_lat_rdma_cm", [](RawFlags& f) { f.test = "stream_lat"; f.rdma_cm = true; },
+     "-R (rdma_cm) sets up RC channels only; stream_lat runs on a UD channel"},
+    {"dgram_over_64k", [](RawFlags& f) { f.test = "dgram_lat"; f.size = 65537; },
+     "-s 65537 is out of range (1 .. 65536) (one ulp datagram)"},
+    {"stream_bw_batch", [](RawFlags& f) { f.test = "stream_bw"; f.batch = 4; },
+     "--batch does not apply to stream_bw"},
+    {"stream_window", [](RawFlags& f) { f.test = "stream_bw"; f.window = 8; },
+     "--window applies to the am_* tests only"},
+    {"stream_direct_mode", [](RawFlags& f) { f.test = "stream_lat"; f.mode = "direct"; },
+     "--mode direct does not fit --test stream_lat, a base-level test"},
+    {"stream_oob_tool", [](RawFlags& f) { f.test = "stream_lat"; f.oob = "rc_pingpong"; },
+     "--oob rc_pingpong runs --test ep_lat only"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, PerfBadFlags, ::testing::ValuesIn(kBadCases),
@@ -209,6 +228,43 @@ TEST(PerfConfig, AmDefaultsFollowUcxPerftestAndUam) {
   EXPECT_EQ(given.transport, core::Transport::kUd);
   EXPECT_TRUE(given.events);
   EXPECT_FALSE(ok(flags("ep_lat")).is_am());
+}
+
+TEST(PerfConfig, UlpTestsDefaultToUdAndPerftestSizes) {
+  for (const char* name : {"dgram_lat", "stream_lat", "stream_bw"}) {
+    PerfConfig c = ok(flags(name));
+    EXPECT_TRUE(c.is_ulp()) << name;
+    EXPECT_FALSE(c.is_am()) << name;
+    EXPECT_EQ(c.transport, core::Transport::kUd) << name << ": -c not given means UD";
+    RawFlags ud = flags(name);
+    ud.connection = "UD";
+    EXPECT_EQ(ok(ud).transport, core::Transport::kUd) << name;
+  }
+  PerfConfig dgram = ok(flags("dgram_lat"));
+  EXPECT_TRUE(dgram.is_latency());
+  EXPECT_EQ(dgram.sizes, std::vector<std::uint32_t>{2});
+  EXPECT_EQ(dgram.warmup, 100u);
+  PerfConfig bw = ok(flags("stream_bw"));
+  EXPECT_FALSE(bw.is_latency());
+  EXPECT_EQ(bw.sizes, std::vector<std::uint32_t>{65536});
+  EXPECT_EQ(bw.warmup, 0u);
+  // The other tests keep RC as their default.
+  EXPECT_EQ(ok(flags("ep_lat")).transport, core::Transport::kRc);
+  EXPECT_EQ(ok(flags("am_bw")).transport, core::Transport::kRc);
+  EXPECT_FALSE(ok(flags("am_bw")).is_ulp());
+  // A datagram is at most 64 KiB: -a stops there; a stream sweeps perftest's 2 .. 8 MiB.
+  RawFlags all = flags("dgram_lat");
+  all.all_sizes = true;
+  EXPECT_EQ(ok(all).sizes.back(), 65536u);
+  EXPECT_EQ(ok(all).sizes.size(), 16u);
+  all.test = "stream_lat";
+  EXPECT_EQ(ok(all).sizes.back(), 8u << 20);
+  RawFlags big = flags("dgram_lat");
+  big.size = 65536;
+  EXPECT_EQ(ok(big).sizes, std::vector<std::uint32_t>{65536});
+  big.test = "stream_lat";
+  big.size = 1 << 20;
+  EXPECT_EQ(ok(big).sizes, std::vector<std::uint32_t>{1u << 20});
 }
 
 TEST(PerfConfig, AmSweepEndsAtTheLargestPayload) {

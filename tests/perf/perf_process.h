@@ -1,5 +1,5 @@
 // The real unet_perf binary as child processes, for the device tests (perf_process_test.cc,
-// perf_am_process_test.cc): spawn a server and a client, wait with a limit, read their output and
+// perf_am_process_test.cc, perf_ulp_process_test.cc): spawn a server and a client, wait with a limit, read their output and
 // check the rows of its table.
 #pragma once
 
@@ -82,6 +82,11 @@ class Perf {
   // Ends the process at once (SIGKILL), as a crash would.
   void kill_now() {
     if (spawned_ && !reaped_) kill(pid_, SIGKILL);
+  }
+  // Freezes the process (SIGSTOP): it keeps its sockets open but answers nothing, as a peer whose
+  // datagrams are all lost. The destructor's SIGKILL still ends it.
+  void stop_now() {
+    if (spawned_ && !reaped_) kill(pid_, SIGSTOP);
   }
   std::string out() const { return read_file(out_); }
   std::string err() const { return read_file(err_); }

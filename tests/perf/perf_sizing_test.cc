@@ -157,5 +157,22 @@ TEST(PerfSizing, EveryBwEndpointHasAtLeastTwoFreeBuffers) {
   }
 }
 
+TEST(PerfSizing, UlpEndpointsAreUdAndPostAReceiveForEveryFragmentOf64KiB) {
+  RawFlags f;
+  f.test = "dgram_lat";
+  auto made = make_config(f);
+  ASSERT_TRUE(std::holds_alternative<PerfConfig>(made));
+  const core::EndpointConfig e = ulp_endpoint_config(std::get<PerfConfig>(made));
+  EXPECT_EQ(e.transport, core::Transport::kUd);
+  EXPECT_EQ(e.mode, core::Mode::kBaseLevel);
+  EXPECT_EQ(e.buffer_bytes, 4096u) << "a fragment is at most the path MTU, at most 4096";
+  // The smallest path MTU, 256, less ulp's 20-byte datagram header.
+  const std::uint32_t stride = 256 - 20;
+  const std::uint32_t fragments = (ulp::kMaxDatagram + stride - 1) / stride;
+  EXPECT_GE(e.free_queue_depth, fragments);
+  EXPECT_GE(e.recv_queue_depth, e.free_queue_depth);
+  EXPECT_GE(e.buffers, 2 * e.free_queue_depth) << "room for sends and queued datagrams";
+}
+
 }  // namespace
 }  // namespace unet::perf

@@ -1,0 +1,511 @@
+// The user-level-protocol tests: ulp's DatagramEndpoint (UDP-like datagrams with ports) and
+// StreamEndpoint (a TCP-like byte stream), each over one U-Net UD endpoint per side
+// (sizing.h, ulp_endpoint_config). Both sides use port kPort.
+//
+// dgram_lat is sockperf's UDP ping-pong: the client sends a datagram of `-s` bytes with send_to,
+// the server takes it with recv_from and sends it back to its sender. One datagram outstanding;
+// the client stamps the cycle counter at the start of every iteration (as ep_lat), latency = half
+// the gap between consecutive stamps. ulp does not resend datagrams: a lost one (request or echo)
+// ends the run after --timeout_ms with an error that says so, it never hangs.
+//
+// stream_lat is rstream's latency test over one connection: the client sends `-s` bytes, the
+// server reads exactly that many and sends them back; the iteration ends when the client has read
+// all of them. Timed as dgram_lat.
+//
+// stream_bw is rstream's bandwidth direction over one connection: the client streams warm-up +
+// `-n` messages of `-s` bytes (default 64 KiB), the server reads them, message by message, and
+// counts. A message is posted when send() took its last byte; it is complete when the client
+// knows that the server acknowledged it — end to end, as ep_bw: the send buffer holds only bytes
+// not yet acknowledged (at most kUlpStreamBuffer), so once send() has taken the byte at offset
+// end + kUlpStreamBuffer the message ending at `end` was acknowledged; the messages left at the
+// end complete when the client's FIN (sent after all data) is acknowledged. BW and message rate as
+// perftest defines them (report.h); the server's byte count is compared at the end.
+//
+// Checks: every datagram and every stream message has its length; the first and the last carry
+// the check pattern, and datagrams of 8 bytes or more carry their index in the first 8 (lost,
+// repeated or reordered datagrams show). The server compares its count (datagrams or messages
+// echoed; stream_bw: bytes) with the client's, and its endpoint's drop and malformed counters.
+// The stream tests report the client connection's retransmitted segments and timeouts (--json).
+//
+// Waits: UlpProgress polls (or with -e sleeps on the endpoint's fd, bounded by its next timer);
+// every wait ends after --timeout_ms, and while idle the session is watched, so that a peer that
+// gave up ends this side at once (as am_tests.cc).
+#include <poll.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "round.h"
+#include "sizing.h"
+#include "unet/ulp/datagram_endpoint.h"
+#include "unet/ulp/stream_endpoint.h"
+#include "unet/verbs/error.h"
+
+namespace unet::perf {
+namespace {
+
+constexpr std::uint16_t kPort = 7;  // the echo port, on both sides (datagrams and streams)
+constexpr std::size_t kIndexBytes = 8;
+
+// Drives a ulp endpoint (both kinds have poll, arm, fd, next_timer_ms) until `done()`. Throws
+// PerfError on a device error, the peer leaving the round (a line or the end of the session while
+// we wait), or --timeout_ms without `done()`; `why_late` is added to the timeout message.
+template <class Ep>
+class UlpProgress {
+ public:
+  UlpProgress(Ep& ep, const PerfConfig& cfg, Session& s, const core::CycleClock& clock,
+              const char* why_late)
+      : ep_(ep), cfg_(cfg), session_(s), patience_(clock.ticks(cfg.timeout)), why_late_(why_late) {}
+
+  template <class Done>
+  void until(Done done, const char* what, bool watch_peer = true) {
+    const std::uint64_t deadline = core::CycleClock::now() + patience_;
+    for (std::uint32_t idle = 0;; ++idle) {
+      if (ep_.poll() < 0) device_error(what);
+      if (done()) return;
+      if (cfg_.events) {
+        if (ep_.arm() != Status::kOk) device_error(what);
+        if (ep_.poll() < 0) device_error(what);  // what came in while arming
+        if (done()) return;
+        // Short slices: the endpoint's timers (reassembly, retransmission) and the session.
+        const int timer = ep_.next_timer_ms();
+        pollfd p{ep_.fd(), POLLIN, 0};
+        (void)::poll(&p, 1, timer < 0 ? kSliceMs : std::min(timer, kSliceMs));  // EINTR: again
+      }
+      if (cfg_.events || idle % 4096 == 4095) {
+        if (watch_peer && session_.line_waiting()) peer_left(what);
+        if (core::CycleClock::now() > deadline) timed_out(what);
+      }
+    }
+  }
+
+  [[noreturn]] void failed(const char* what, Status s) const {
+    throw PerfError(std::string(what) + " failed: " + std::string(to_string(s)));
+  }
+
+ private:
+  static constexpr int kSliceMs = 10;
+
+  [[noreturn]] void device_error(const char* what) const {
+    throw PerfError(std::string("device error while waiting for ") + what);
+  }
+  [[noreturn]] void timed_out(const char* what) const {
+    throw PerfError("no " + std::string(what) + " within " + std::to_string(cfg_.timeout.count()) +
+                    " ms" + why_late_);
+  }
+  [[noreturn]] void peer_left(const char* what) const {
+    std::string said;
+    try {
+      said = "'" + session_.recv_line(std::chrono::milliseconds(1000)) + "'";
+    } catch (const std::exception&) {
+      said = "nothing (it closed the session)";
+    }
+    throw PerfError(std::string(cfg_.is_client() ? "the server" : "the client") +
+                    " left the round while waiting for " + what + "; it sent " + said);
+  }
+
+  Ep& ep_;
+  const PerfConfig& cfg_;
+  Session& session_;
+  std::uint64_t patience_;
+  const char* why_late_;
+};
+
+std::uint64_t total_of(const PerfConfig& c) { return c.warmup + c.iterations; }
+
+// Message `it` of a run of `total`: the first and the last carry the check pattern; a datagram
+// of 8 bytes or more carries its index in its first 8 (little-endian).
+void fill_message(std::span<std::byte> out, std::uint64_t it, std::uint64_t total, bool indexed) {
+  if (it == 0 || it + 1 == total) fill_pattern(out, it);
+  if (indexed && out.size() >= kIndexBytes)
+    for (std::size_t i = 0; i < kIndexBytes; ++i) out[i] = static_cast<std::byte>(it >> (8 * i));
+}
+
+// "" when `in` is message `it` as fill_message wrote it, else what differs.
+std::string check_message(std::span<const std::byte> in, std::uint64_t it, std::uint64_t total,
+                          bool indexed, const char* what) {
+  std::string bad;
+  if (indexed && in.size() >= kIndexBytes) {
+    std::uint64_t got = 0;
+    for (std::size_t i = 0; i < kIndexBytes; ++i)
+      got |= std::uint64_t{std::to_integer<std::uint8_t>(in[i])} << (8 * i);
+    if (got != it)
+      bad = "carries index " + std::to_string(got) + " (lost, repeated or reordered datagrams)";
+  }
+  if (bad.empty() && (it == 0 || it + 1 == total)) {
+    const std::size_t skip = indexed ? std::min(in.size(), kIndexBytes) : 0;
+    std::vector<std::byte> expect(in.size());
+    fill_pattern(expect, it);
+    for (std::size_t i = skip; i < in.size() && bad.empty(); ++i)
+      if (in[i] != expect[i])
+        bad = "byte " + std::to_string(i) + " is " + std::to_string(std::to_integer<int>(in[i])) +
+              ", not " + std::to_string(std::to_integer<int>(expect[i]));
+  }
+  return bad.empty() ? bad : std::string(what) + " " + std::to_string(it) + " " + bad;
+}
+
+std::vector<double> half_round_trips(const PerfConfig& c, const core::CycleClock& clock,
+                                     const std::vector<std::uint64_t>& stamps) {
+  std::vector<double> half_rtt;
+  half_rtt.reserve(c.iterations);
+  for (std::uint64_t it = c.warmup; it < total_of(c); ++it)
+    half_rtt.push_back(clock.to_us(stamps[it + 1] - stamps[it]) / 2);
+  return half_rtt;
+}
+
+// --- dgram_lat ---
+
+constexpr const char* kDgramLate =
+    " (UD loses datagrams and ulp does not resend them: a datagram or its echo was lost, or the "
+    "peer is gone)";
+
+std::string dgram_drops(const ulp::DatagramStats& st) {
+  if (st.unbound_drops + st.queue_full_drops + st.malformed == 0) return "";
+  return "the datagram endpoint dropped " + std::to_string(st.unbound_drops) + " for no port, " +
+         std::to_string(st.queue_full_drops) + " for a full queue and " +
+         std::to_string(st.malformed) + " malformed";
+}
+
+SizeResult run_dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
+                         core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
+  const std::uint64_t total = total_of(c);
+  UlpProgress progress(ep, c, s, clock, kDgramLate);
+  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
+  std::vector<std::byte> buf(size);
+  ulp::DatagramInfo info;
+  // Takes the next datagram on kPort into `buf`; true when one was there.
+  auto take = [&] {
+    const Status st = ep.recv_from(kPort, buf, info);
+    if (st == Status::kNoResource) return false;
+    if (st != Status::kOk) progress.failed("recv_from", st);
+    if (info.length != size)
+      throw PerfError("a datagram of " + std::to_string(info.length) + " bytes, expected " +
+                      std::to_string(size));
+    return true;
+  };
+  auto send = [&](core::ChannelId to, std::uint16_t port) {
+    const std::span<const std::byte> data(buf);
+    Status st = ep.send_to(kPort, to, port, data);
+    if (st == Status::kNoResource)
+      progress.until(
+          [&] {
+            st = ep.send_to(kPort, to, port, data);
+            if (st != Status::kOk && st != Status::kNoResource) progress.failed("send_to", st);
+            return st == Status::kOk;
+          },
+          "room to send a datagram");
+    else if (st != Status::kOk)
+      progress.failed("send_to", st);
+  };
+
+  if (!c.is_client()) {  // server: echo every datagram to its sender
+    std::uint64_t echoed = 0;
+    sync_go(s);
+    for (; echoed < total; ++echoed) {
+      progress.until(take, echoed == 0 ? "datagram from the client" : "next datagram");
+      if (std::string bad = check_message(buf, echoed, total, true, "datagram"); !bad.empty())
+        throw PerfError(bad);
+      send(info.peer, info.src_port);
+    }
+    progress.until([&] { return s.line_waiting(); }, "the client's count", false);
+    finish_round(s, echoed, [&] { return dgram_drops(ep.stats()); });
+    return result;
+  }
+
+  std::vector<std::uint64_t> stamps(total + 1);
+  sync_go(s);
+  for (std::uint64_t it = 0; it < total; ++it) {
+    fill_message(buf, it, total, true);
+    stamps[it] = core::CycleClock::now();
+    send(peer, kPort);
+    progress.until(take, "echo of a datagram");
+    if (std::string bad = check_message(buf, it, total, true, "echo of datagram"); !bad.empty())
+      throw PerfError(bad);
+  }
+  stamps[total] = core::CycleClock::now();
+  if (std::string bad = dgram_drops(ep.stats()); !bad.empty()) throw PerfError(bad);
+  result.server_count = finish_round(s, total);
+  std::vector<double> half_rtt = half_round_trips(c, clock, stamps);
+  result.latency = bench::compute_latency(half_rtt);
+  return result;
+}
+
+// --- stream_lat, stream_bw ---
+
+constexpr const char* kStreamLate =
+    " (the stream resends what UD loses: is the peer alive and reachable?)";
+
+struct StreamRound {
+  const PerfConfig& c;
+  Session& s;
+  ulp::StreamEndpoint& ep;
+  ulp::ConnId conn;
+  std::uint32_t size;
+  UlpProgress<ulp::StreamEndpoint>& progress;
+};
+
+// Queues all of `data` on the stream, making progress while its send buffer is full. `took(n)`
+// runs after every send() that took n > 0 bytes.
+template <class Took>
+void send_all(StreamRound& r, std::span<const std::byte> data, Took took) {
+  std::size_t off = 0;
+  auto push = [&] {
+    while (off < data.size()) {
+      std::size_t n = 0;
+      const Status st = r.ep.send(r.conn, data.subspan(off), n);
+      if (st == Status::kNoResource) return false;
+      if (st != Status::kOk) r.progress.failed("send", st);
+      off += n;
+      took(n);
+    }
+    return true;
+  };
+  if (!push()) r.progress.until(push, "room in the send buffer");
+}
+
+// Reads exactly out.size() bytes.
+void recv_exact(StreamRound& r, std::span<std::byte> out, const char* what) {
+  std::size_t off = 0;
+  auto pull = [&] {
+    while (off < out.size()) {
+      std::size_t n = 0;
+      const Status st = r.ep.recv(r.conn, out.subspan(off), n);
+      if (st == Status::kNoResource) return false;
+      if (st == Status::kClosed)
+        throw PerfError("the peer ended the stream with " + std::to_string(off) + " of " +
+                        std::to_string(out.size()) + " bytes of a message unread");
+      if (st != Status::kOk) r.progress.failed("recv", st);
+      off += n;
+    }
+    return true;
+  };
+  if (!pull()) r.progress.until(pull, what);
+}
+
+// Waits for the end of the stream (the peer's FIN) with nothing more to read.
+void await_end(StreamRound& r, const char* what) {
+  r.progress.until(
+      [&] {
+        std::byte extra[64];
+        std::size_t n = 0;
+        const Status st = r.ep.recv(r.conn, extra, n);
+        if (st == Status::kClosed) return true;
+        if (st == Status::kOk)
+          throw PerfError("the peer sent " + std::to_string(n) + " bytes more than the test's");
+        if (st != Status::kNoResource) r.progress.failed("recv", st);
+        return false;
+      },
+      what);
+}
+
+std::string stream_problems(const ulp::StreamEndpoint& ep) {
+  if (ep.stats().malformed == 0) return "";
+  return "the stream endpoint refused " + std::to_string(ep.stats().malformed) +
+         " malformed segments";
+}
+
+// The server's end of both stream tests, after its last message: the client's FIN, our close,
+// then on (acknowledging) until the client's count waits on the session, and the comparison.
+void serve_end(StreamRound& r, std::uint64_t count) {
+  await_end(r, "the end of the client's stream");
+  if (Status st = r.ep.close(r.conn); st != Status::kOk) r.progress.failed("close", st);
+  r.progress.until([&] { return r.s.line_waiting(); }, "the client's count", false);
+  finish_round(r.s, count, [&] { return stream_problems(r.ep); });
+}
+
+// The client's end: shut down (unless `shut` already), read the server's end of the stream (it
+// closes after reading everything), note the connection's repairs in `result`, give the
+// connection back, compare counts.
+std::uint64_t client_end(StreamRound& r, SizeResult& result, std::uint64_t count,
+                         bool shut = false) {
+  if (!shut)
+    if (const Status st = r.ep.shutdown(r.conn); st != Status::kOk)
+      r.progress.failed("shutdown", st);
+  await_end(r, "the end of the server's stream");
+  if (const ulp::StreamStats* st = r.ep.stats(r.conn)) {
+    result.retransmitted_segments = st->retransmitted_segments;
+    result.retransmit_timeouts = st->timeouts;
+  }
+  (void)r.ep.close(r.conn);
+  if (std::string bad = stream_problems(r.ep); !bad.empty()) throw PerfError(bad);
+  return finish_round(r.s, count);
+}
+
+SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
+  const std::uint64_t total = total_of(r.c);
+  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}, {}, {}};
+  std::vector<std::byte> out(r.size), in(r.size);
+  auto ignore = [](std::size_t) {};
+
+  if (!r.c.is_client()) {  // server: read a message, send it back
+    std::uint64_t echoed = 0;
+    for (; echoed < total; ++echoed) {
+      recv_exact(r, in, echoed == 0 ? "a message from the client" : "the next message");
+      if (std::string bad = check_message(in, echoed, total, false, "message"); !bad.empty())
+        throw PerfError(bad);
+      send_all(r, in, ignore);
+    }
+    serve_end(r, echoed);
+    return result;
+  }
+
+  std::vector<std::uint64_t> stamps(total + 1);
+  for (std::uint64_t it = 0; it < total; ++it) {
+    fill_message(out, it, total, false);
+    stamps[it] = core::CycleClock::now();
+    send_all(r, out, ignore);
+    recv_exact(r, in, "the echo of a message");
+    if (it == 0 || it + 1 == total)
+      if (std::string bad = check_message(in, it, total, false, "echo of message"); !bad.empty())
+        throw PerfError(bad);
+  }
+  stamps[total] = core::CycleClock::now();
+  result.server_count = client_end(r, result, total);
+  std::vector<double> half_rtt = half_round_trips(r.c, clock, stamps);
+  result.latency = bench::compute_latency(half_rtt);
+  return result;
+}
+
+SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
+  const std::uint64_t total = total_of(r.c), warmup = r.c.warmup;
+  const std::uint64_t bytes = total * r.size;
+  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}, {}, {}};
+
+  if (!r.c.is_client()) {  // server: read and count, message by message
+    std::vector<std::byte> in(r.size);
+    std::uint64_t got = 0;
+    for (std::uint64_t k = 0; k < total; ++k) {
+      recv_exact(r, in, k == 0 ? "data from the client" : "more data");
+      got += r.size;
+      if (k == 0 || k + 1 == total)
+        if (std::string bad = check_message(in, k, total, false, "message"); !bad.empty())
+          throw PerfError(bad);
+    }
+    serve_end(r, got);
+    return result;
+  }
+
+  std::vector<std::uint64_t> posted(r.c.iterations), completed(r.c.iterations);
+  std::vector<std::byte> out(r.size);
+  std::uint64_t taken = 0;  // bytes send() took so far
+  std::uint64_t acked = 0;  // messages known to be acknowledged
+  // Everything below taken - kUlpStreamBuffer has left the send buffer: acknowledged.
+  auto complete_up_to = [&](std::uint64_t messages, std::uint64_t when) {
+    for (; acked < messages; ++acked)
+      if (acked >= warmup) completed[acked - warmup] = when;
+  };
+  auto took = [&](std::size_t n) {
+    taken += n;
+    if (taken > kUlpStreamBuffer)
+      complete_up_to(std::min(total, (taken - kUlpStreamBuffer) / r.size),
+                     core::CycleClock::now());
+  };
+  for (std::uint64_t k = 0; k < total; ++k) {
+    fill_message(out, k, total, false);
+    send_all(r, out, took);
+    if (k >= warmup) posted[k - warmup] = core::CycleClock::now();
+  }
+  // Our FIN follows the data: once it is acknowledged, so is every byte.
+  if (Status st = r.ep.shutdown(r.conn); st != Status::kOk) r.progress.failed("shutdown", st);
+  r.progress.until(
+      [&] {
+        ulp::StreamState state;
+        if (r.ep.state(r.conn, state) != Status::kOk)
+          throw PerfError("the connection went away before its FIN was acknowledged");
+        if (const ulp::StreamStats* st = r.ep.stats(r.conn);
+            state == ulp::StreamState::kClosed && st && st->bytes_sent != bytes)
+          throw PerfError("the connection closed before all data was acknowledged");
+        return state == ulp::StreamState::kFinWait2 || state == ulp::StreamState::kTimeWait ||
+               state == ulp::StreamState::kClosed;
+      },
+      "the acknowledgement of the last bytes");
+  complete_up_to(total, core::CycleClock::now());
+  result.server_count = client_end(r, result, bytes, true);
+  result.bandwidth = compute_bw(posted, completed, r.size, clock.ticks_per_us());
+  return result;
+}
+
+ulp::StreamConfig stream_config(const PerfConfig& c) {
+  ulp::StreamConfig s;
+  s.send_buffer = kUlpStreamBuffer;
+  s.recv_buffer = kUlpStreamBuffer;
+  s.max_connections = 2;
+  s.max_listeners = 1;
+  s.connect_timeout = c.timeout;
+  return s;
+}
+
+SizeResult stream_size(const PerfConfig& c, Session& s, ulp::StreamEndpoint& ep,
+                       core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
+  UlpProgress progress(ep, c, s, clock, kStreamLate);
+  ulp::ConnId conn = ulp::kNoConn;
+  // "go" before the handshake, not after: no side then blocks on the session while the other
+  // still needs its segments answered (a lost ACK of the SYN-ACK is repaired by the server's
+  // resend, which a client waiting for "go" would not read; the client's first data carries the
+  // ACK again). The client sends nothing more on the session until its count.
+  sync_go(s);
+  if (c.is_client()) {  // the server listened before the channel was made
+    if (Status st = ep.connect(peer, kPort, conn); st != Status::kOk)
+      progress.failed("connect", st);
+    progress.until(
+        [&] {
+          ulp::StreamState state;
+          if (ep.state(conn, state) != Status::kOk)
+            throw PerfError("the connection vanished during its handshake");
+          if (state == ulp::StreamState::kEstablished) return true;
+          std::byte none[1];
+          std::size_t n = 0;
+          if (const Status st = ep.recv(conn, std::span(none, 0), n);
+              st != Status::kOk && st != Status::kNoResource && st != Status::kInvalidState)
+            throw PerfError("connecting to the server's port " + std::to_string(kPort) +
+                            " failed: " + std::string(to_string(st)));
+          return false;
+        },
+        "the stream's handshake");
+  } else {
+    progress.until([&] { return ep.accept(kPort, conn) == Status::kOk; },
+                   "the client's connection");
+  }
+  StreamRound r{c, s, ep, conn, size, progress};
+  return c.test == TestKind::kStreamLat ? run_stream_lat(r, clock) : run_stream_bw(r, clock);
+}
+
+}  // namespace
+
+SizeResult run_ulp_size(const PerfConfig& c, Session& s, std::uint32_t size,
+                        const core::CycleClock& clock) {
+  std::unique_ptr<ulp::DatagramEndpoint> dgram;
+  std::unique_ptr<ulp::StreamEndpoint> stream;
+  std::string state = "ok";
+  try {
+    if (c.test == TestKind::kDgramLat) {
+      dgram = std::make_unique<ulp::DatagramEndpoint>(ulp_endpoint_config(c));
+      if (Status st = dgram->bind(kPort); st != Status::kOk)
+        state = "error binding datagram port " + std::to_string(kPort) + ": " +
+                std::string(to_string(st));
+    } else {
+      stream = std::make_unique<ulp::StreamEndpoint>(ulp_endpoint_config(c), stream_config(c));
+      if (!c.is_client())  // before the client can connect: it does after the channel is made
+        if (Status st = stream->listen(kPort); st != Status::kOk)
+          state = "error listening on stream port " + std::to_string(kPort) + ": " +
+                  std::string(to_string(st));
+    }
+  } catch (const std::exception& e) {  // verbs::Error, or ulp's std::invalid_argument
+    state = std::string("error ") + e.what();
+  }
+  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
+  if (std::string skip = agree_size(s, size, state); !skip.empty()) {
+    result.skipped = skip;
+    return result;
+  }
+  core::Endpoint& net = dgram ? dgram->net() : stream->net();
+  const core::ChannelId peer = connect_channel(net, c, s);
+  return dgram ? run_dgram_lat(c, s, *dgram, peer, size, clock)
+               : stream_size(c, s, *stream, peer, size, clock);
+}
+
+}  // namespace unet::perf
