@@ -183,7 +183,7 @@ SizeResult run_am_lat(AmRound& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
   AmProgress progress(r);
-  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
   if (!r.cfg.is_client()) {  // server: answer every request with its word and bytes
     std::uint64_t handled = 0;
@@ -253,7 +253,7 @@ SizeResult run_am_bw(AmRound& r) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint32_t len = r.size;
   AmProgress progress(r);
-  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
   if (!r.cfg.is_client()) {  // server: count, check, no reply
     std::uint64_t handled = 0;
@@ -337,7 +337,7 @@ SizeResult run_am_size(const PerfConfig& c, Session& s, std::uint32_t size,
   } catch (const std::exception& e) {  // verbs::Error, or uam's std::invalid_argument
     state = std::string("error ") + e.what();
   }
-  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(size, c.iterations);
   if (std::string skip = agree_size(s, size, state); !skip.empty()) {
     result.skipped = skip;
     return result;

@@ -118,7 +118,7 @@ SizeResult run_da_write_lat(Round& r) {
       throw PerfError("RDMA WRITE " + std::to_string(it) + " of " + std::to_string(len) +
                       " bytes: " + bad);
   };
-  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
   if (!r.cfg.is_client()) {
     for (std::uint64_t it = 0; it < total; ++it) {
@@ -157,7 +157,7 @@ SizeResult run_da_write_bw(Round& r) {
   Progress progress(r.ep, r.cfg, r.clock);
   Grant grant(r, core::kRemoteWrite);
   const RemoteToken peer = exchange_tokens(*r.session, grant.token());
-  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
   if (!r.cfg.is_client()) {  // server: nothing to do until the client is done; then check
     sync_go(*r.session);
@@ -218,7 +218,7 @@ SizeResult run_da_read_lat(Round& r) {
   if (!r.cfg.is_client()) fill_pattern(r.window.subspan(0, len), seed);  // what the client reads
   Grant grant(r, core::kRemoteRead);
   const RemoteToken peer = exchange_tokens(*r.session, grant.token());
-  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
   if (!r.cfg.is_client()) {  // server: its memory is read; nothing to do until the client is done
     sync_go(*r.session);

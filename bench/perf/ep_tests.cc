@@ -113,7 +113,7 @@ SizeResult run_ep_lat(Round& r) {
   auto send = [&](auto fill) {
     progress.retry([&] { return sender.try_send(len, fill); }, "send");
   };
-  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
   const bool tool = r.cfg.oob != OobKind::kUnet;  // no session: the peer is the real tool
   // ib_send_lat neither echoes nor fills its messages with anything defined: counts and sizes
   // are all there is to check. ibv_rc_pingpong echoes, and starts from 0x7b.
@@ -172,7 +172,7 @@ SizeResult run_ep_bw(Round& r) {
   Progress progress(r.ep, r.cfg, r.clock);
   Sender sender(r);
   Descriptor d;
-  SizeResult result{r.size, r.cfg.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
   sync_go(*r.session);
 
   if (!r.cfg.is_client()) {  // server: count arrivals, check the first and last, return credits

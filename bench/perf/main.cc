@@ -191,7 +191,7 @@ SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
   } catch (const verbs::Error& e) {
     state = std::string("error ") + e.what();
   }
-  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(size, c.iterations);
   if (std::string skip = agree_size(s, size, state); !skip.empty()) {
     result.skipped = skip;
     return result;

@@ -40,6 +40,13 @@ void print_bw_row(std::FILE* out, std::uint64_t bytes, std::uint64_t iterations,
 
 // One size's outcome: latency or bandwidth figures, or the reason it was skipped.
 struct SizeResult {
+  // The result of one size before it runs; the optional figures are filled in by the test.
+  static SizeResult of(std::uint32_t bytes, std::uint64_t iterations) {
+    SizeResult r;
+    r.bytes = bytes;
+    r.iterations = iterations;
+    return r;
+  }
   std::uint32_t bytes = 0;
   std::uint64_t iterations = 0;
   std::optional<bench::LatencyStats> latency;

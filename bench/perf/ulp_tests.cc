@@ -174,7 +174,7 @@ SizeResult run_dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint&
                          core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(c);
   UlpProgress progress(ep, c, s, clock, kDgramLate);
-  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(size, c.iterations);
   std::vector<std::byte> buf(size);
   ulp::DatagramInfo info;
   // Takes the next datagram on kPort into `buf`; true when one was there.
@@ -337,7 +337,7 @@ std::uint64_t client_end(StreamRound& r, SizeResult& result, std::uint64_t count
 
 SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(r.c);
-  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.c.iterations);
   std::vector<std::byte> out(r.size), in(r.size);
   auto ignore = [](std::size_t) {};
 
@@ -373,7 +373,7 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
 SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(r.c), warmup = r.c.warmup;
   const std::uint64_t bytes = total * r.size;
-  SizeResult result{r.size, r.c.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(r.size, r.c.iterations);
 
   if (!r.c.is_client()) {  // server: read and count, message by message
     std::vector<std::byte> in(r.size);
@@ -497,7 +497,7 @@ SizeResult run_ulp_size(const PerfConfig& c, Session& s, std::uint32_t size,
   } catch (const std::exception& e) {  // verbs::Error, or ulp's std::invalid_argument
     state = std::string("error ") + e.what();
   }
-  SizeResult result{size, c.iterations, {}, {}, {}, {}, {}, {}};
+  SizeResult result = SizeResult::of(size, c.iterations);
   if (std::string skip = agree_size(s, size, state); !skip.empty()) {
     result.skipped = skip;
     return result;
