@@ -130,7 +130,10 @@ int main(int argc, char** argv) {
       }
       ulp::StreamState st;
       if (ep.state(conn, st) != Status::kOk) die("connection lost");
-      if (peer_done && shut && (st == ulp::StreamState::kTimeWait || st == ulp::StreamState::kClosed)) break;
+      // Done once both directions are closed and TIME_WAIT is over: until then a lost final ACK
+      // is answered again, and leaving earlier could take the last ACK down with the process
+      // before the device sent it (the peer would then wait for it until its dead-peer timeout).
+      if (peer_done && shut && st == ulp::StreamState::kClosed) break;
       if (!busy) std::this_thread::sleep_for(20us);
     }
     (void)ep.close(conn);

@@ -58,7 +58,8 @@ struct StreamConfig {
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds dead_peer_timeout{3000};
   std::uint32_t max_retransmits = 15;      // timeouts in a row before the connection fails
-  std::chrono::milliseconds time_wait{20};
+  // TIME_WAIT: long enough for the peer to resend a FIN whose ACK was lost (its RTO).
+  std::chrono::milliseconds time_wait{200};
 };
 
 // A connection's counters and control state, readable at any time.
