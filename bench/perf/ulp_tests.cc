@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -326,7 +327,7 @@ std::uint64_t client_end(StreamRound& r, SizeResult& result, std::uint64_t count
     if (const Status st = r.ep.shutdown(r.conn); st != Status::kOk)
       r.progress.failed("shutdown", st);
   await_end(r, "the end of the server's stream");
-  if (const ulp::StreamStats* st = r.ep.stats(r.conn)) {
+  if (const std::optional<ulp::StreamStats> st = r.ep.stats(r.conn)) {
     result.retransmitted_segments = st->retransmitted_segments;
     result.retransmit_timeouts = st->timeouts;
   }
@@ -416,7 +417,7 @@ SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
         ulp::StreamState state;
         if (r.ep.state(r.conn, state) != Status::kOk)
           throw PerfError("the connection went away before its FIN was acknowledged");
-        if (const ulp::StreamStats* st = r.ep.stats(r.conn);
+        if (const std::optional<ulp::StreamStats> st = r.ep.stats(r.conn);
             state == ulp::StreamState::kClosed && st && st->bytes_sent != bytes)
           throw PerfError("the connection closed before all data was acknowledged");
         return state == ulp::StreamState::kFinWait2 || state == ulp::StreamState::kTimeWait ||

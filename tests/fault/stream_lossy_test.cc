@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "netem.h"
@@ -73,8 +74,8 @@ TEST_F(StreamLossyLink, HundredMiBArriveExactlyOnceInOrder) {
   EXPECT_EQ(got, kTotal);
   EXPECT_EQ(bad, 0u);
   EXPECT_GT(dropped_now, 0);
-  const ulp::StreamStats* s = tx.stats(ct);
-  ASSERT_NE(s, nullptr);
+  const std::optional<ulp::StreamStats> s = tx.stats(ct);
+  ASSERT_TRUE(s.has_value());
   EXPECT_GT(s->retransmitted_segments, 0u);
   std::printf("stream lossy link (%s, both ways): %llu MiB in %.1f s (%.1f MiB/s), 0 lost, 0 corrupt; netem "
               "dropped %ld packets; sender: %llu segments, %llu retransmitted, %llu timeouts, %llu fast "

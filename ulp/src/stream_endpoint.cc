@@ -224,17 +224,17 @@ Status StreamEndpoint::state(ConnId id, StreamState& out) const noexcept {
   return Status::kOk;
 }
 
-const StreamStats* StreamEndpoint::stats(ConnId id) const noexcept {
+std::optional<StreamStats> StreamEndpoint::stats(ConnId id) const noexcept {
   const Conn* c = get(id);
-  if (!c) return nullptr;
-  StreamStats& s = const_cast<Conn*>(c)->stats;  // refreshed on read: the live control state
+  if (!c) return std::nullopt;
+  StreamStats s = c->stats;  // the counters, plus the live control state read now
   s.srtt = c->rtt.srtt();
   s.rto = c->rtt.rto();
   s.cwnd = c->cc.cwnd();
   s.ssthresh = c->cc.ssthresh();
   s.peer_window = c->snd_wnd;
   s.state = c->state;
-  return &s;
+  return s;
 }
 
 int StreamEndpoint::next_timer_ms() const noexcept {

@@ -1,9 +1,10 @@
 // uam::Endpoint: U-Net Active Messages over one core::Endpoint (RC or UD).
 //
 // A message names a handler that runs on arrival with up to four 64-bit argument words and a
-// payload. request() sends one to a channel; the request handler may answer it once with reply();
-// a handler that does not reply is acknowledged implicitly. Every request, store and get
-// completes exactly once, through the completion handler (message.h).
+// payload. request() queues one for a channel (it goes out at the next poll() or flush()); the
+// request handler may answer it once with reply(); a handler that does not reply is acknowledged
+// implicitly. Every request, store and get completes exactly once, through the completion
+// handler (message.h).
 //
 // Flow control: a window of W credits per channel (credit_window.h). A request or store takes
 // one; with none left it returns kNoResource and the caller retries after poll(). Credits come
@@ -31,8 +32,8 @@
 //
 // Threading: one thread, like core::Endpoint. Handlers run inside poll()/wait() and may call
 // request(), reply() (request handlers), store(), get() and release(), but not poll() or wait().
-// Set-up throws (verbs::Error, std::invalid_argument); the data path returns Status, and never
-// allocates or throws.
+// Set-up throws (verbs::Error, std::invalid_argument, and std::length_error when a channel would
+// break the receive-buffer budget); the data path returns Status, and never allocates or throws.
 #pragma once
 
 #include <array>

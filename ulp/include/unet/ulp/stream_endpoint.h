@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -130,8 +131,8 @@ class StreamEndpoint {
   Status abort(ConnId c) noexcept;
 
   Status state(ConnId c, StreamState& out) const noexcept;
-  // Counters and control state (RTT, RTO, cwnd...); nullptr for an invalid id.
-  const StreamStats* stats(ConnId c) const noexcept;
+  // Counters and control state (RTT, RTO, cwnd...), a snapshot taken now; empty for an invalid id.
+  std::optional<StreamStats> stats(ConnId c) const noexcept;
 
   // For epoll/select: a file descriptor that turns readable when the endpoint may have work (an
   // arrival or a completion) for any of its ports and connections. Once it fires: poll(), serve
