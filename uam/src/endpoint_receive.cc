@@ -1,19 +1,13 @@
 // uam::Endpoint progress: arrivals and their handlers, acks and completions, timers, failures.
-#include <endian.h>
-
 #include <algorithm>
 
 #include "endpoint_impl.h"
+#include "unet/core/little_endian.h"
+#include "unet/core/wait_until.h"
 
 namespace unet::uam {
 
 namespace {
-
-std::uint64_t get_le64(const std::byte* p) noexcept {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return le64toh(v);
-}
 
 // An error reply's status word, if it names an error.
 Status error_status(const Header& h) noexcept {
@@ -25,10 +19,14 @@ Status error_status(const Header& h) noexcept {
 }  // namespace
 
 int Endpoint::poll() noexcept {
+  // One clock read per poll, shared by its arrivals and timers. Arrivals that core delivers from
+  // inside its own wait() (poll_now_ zero) read the clock themselves.
+  const Time t = now();
+  poll_now_ = t;
   const int n = net_->poll();  // arrivals run their handlers in here (core's upcall)
+  poll_now_ = Time{};
   if (n < 0) return n;
   op_completions();
-  const Time t = now();
   for (std::size_t i = 0; i < open_.size();) {  // timers may fail a peer, which leaves open_
     const ChannelId ch = open_[i];
     timers(*peers_[ch], t);
@@ -41,18 +39,7 @@ int Endpoint::poll() noexcept {
 
 Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
   const std::uint64_t before = work_;
-  const Time deadline = now() + timeout;
-  for (;;) {
-    if (poll() < 0) return Status::kDeviceError;
-    if (work_ != before) return Status::kOk;
-    const Time t = now();
-    if (t >= deadline) return Status::kTimeout;
-    // Sleep on the completion channel, but wake for timers (acks, resends) every millisecond.
-    const auto slice = std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(1),
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
-    if (Status s = net_->wait(slice); s != Status::kOk && s != Status::kTimeout) return s;
-  }
+  return core::wait_until(*net_, timeout, [this] { return poll(); }, [&] { return work_ != before; });
 }
 
 // One arrival from core (its upcall): decode, account credits and sequence, run the handler.
@@ -68,7 +55,7 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
     if (b != core::kNoBuffer) (void)net_->release(b);
     return;
   }
-  const Time t = now();
+  const Time t = poll_now_ != Time{} ? poll_now_ : now();
   if (p->credits.on_credit_total(h.credits) != Status::kOk) {  // returns credits never spent
     ++stats_.bad_credits;
     if (b != core::kNoBuffer) (void)net_->release(b);
@@ -98,7 +85,7 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
     p->probe_unanswered = false;
   }
   // The ack after the body: a reply's own request completes after its reply handler ran.
-  if (p->open) apply_ack(*p, h.ack, in_step);
+  if (p->open) apply_ack(*p, h.ack, in_step, t);
 }
 
 void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
@@ -128,8 +115,8 @@ void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> 
   m.args = std::span<const std::uint64_t>(h.args.data(), h.arg_count);
   m.buffer = b;
   if (store) {
-    m.bulk_offset = get_le64(payload.data());
-    m.bulk_length = get_le64(payload.data() + 8);
+    m.bulk_offset = core::load_le<std::uint64_t>(payload.data());
+    m.bulk_length = core::load_le<std::uint64_t>(payload.data() + 8);
   } else {
     m.payload = payload;
   }
@@ -193,9 +180,9 @@ Status Endpoint::release(BufferId b) noexcept {
 // copies, and when the arrival was `in_step` requests and stores up to there complete (any reply
 // to them ran first). Out of step, the next in-step arrival completes them: the peer's missing
 // messages are resent, each carrying the ack again.
-void Endpoint::apply_ack(Peer& p, Seq ack, bool in_step) noexcept {
+void Endpoint::apply_ack(Peer& p, Seq ack, bool in_step, Time t) noexcept {
   if (p.tx) {
-    const Status s = p.tx->on_ack(ack, now(), [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(p, q); });
+    const Status s = p.tx->on_ack(ack, t, [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(p, q); });
     if (s == Status::kInvalidArgument) ++stats_.bad_acks;
     if (s != Status::kOk) return;
   } else if (seq_before(p.next_seq, ack)) {  // acknowledges what we never sent

@@ -1,21 +1,11 @@
 // uam::Endpoint sending: requests, replies, stores, gets, credit messages and UD resends. No
 // allocation, lock or exception: messages are composed on the stack or in a segment buffer.
-#include <endian.h>
-
 #include <algorithm>
 
 #include "endpoint_impl.h"
+#include "unet/core/little_endian.h"
 
 namespace unet::uam {
-
-namespace {
-
-void put_le64(std::byte* p, std::uint64_t v) noexcept {
-  v = htole64(v);
-  std::memcpy(p, &v, 8);
-}
-
-}  // namespace
 
 // Room for one message of `bytes` on the send path. A request leaves the reserve for replies and
 // credit messages; a reply or credit message may use it.
@@ -210,8 +200,8 @@ Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const c
   std::copy(args.begin(), args.end(), h.args.begin());
   h.token = p->next_token;
   std::array<std::byte, kStorePayload> where;
-  put_le64(where.data(), offset);
-  put_le64(where.data() + 8, len);
+  core::store_le<std::uint64_t>(where.data(), offset);
+  core::store_le<std::uint64_t>(where.data() + 8, len);
   if (Status s = send_message(*p, h, where); s != Status::kOk) {
     // The write is on its way but its notice is not: the channel is failing (room was checked);
     // the store completes with that failure.

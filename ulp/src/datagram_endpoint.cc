@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "unet/core/wait_until.h"
+
 namespace unet::ulp {
 
 // A datagram waiting in a port's queue: small ones copied here, one-fragment ones still in their
@@ -206,16 +208,7 @@ int DatagramEndpoint::poll() noexcept {
 Status DatagramEndpoint::wait(std::uint16_t port, std::chrono::milliseconds timeout) noexcept {
   Port* p = find(port);
   if (!p) return Status::kNotFound;
-  const Time deadline = now() + timeout;
-  for (;;) {
-    if (poll() < 0) return Status::kDeviceError;
-    if (!p->queue.empty()) return Status::kOk;
-    const Time t = now();
-    if (t >= deadline) return Status::kTimeout;
-    const auto slice = std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
-    if (Status s = net_->wait(slice); s != Status::kOk && s != Status::kTimeout) return s;
-  }
+  return core::wait_until(*net_, timeout, [this] { return poll(); }, [p] { return !p->queue.empty(); });
 }
 
 }  // namespace unet::ulp

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "stream_impl.h"
+#include "unet/core/wait_until.h"
 
 namespace unet::ulp {
 
@@ -261,21 +262,15 @@ int StreamEndpoint::next_timer_ms() const noexcept {
 Status StreamEndpoint::wait(ConnId id, std::chrono::milliseconds timeout) noexcept {
   Conn* c = get(id);
   if (!c) return Status::kNotFound;
-  const Time deadline = now() + timeout;
-  const bool was_open = c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait;
-  for (;;) {
-    if (poll() < 0) return Status::kDeviceError;
-    const bool open = c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait;
-    if (c->unread() > 0 || c->peer_fin || c->error != Status::kOk || (open && !was_open) ||
-        (c->send_full && c->queued() <= c->smask / 2))
-      return Status::kOk;
-    if (c->state == StreamState::kClosed) return Status::kOk;
-    const Time t = now();
-    if (t >= deadline) return Status::kTimeout;
-    const auto slice = std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
-    if (Status s = net_->wait(slice); s != Status::kOk && s != Status::kTimeout) return s;
-  }
+  auto is_open = [c] { return c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait; };
+  const bool was_open = is_open();
+  // Something to read, the peer's FIN, an error, the connection just opened, room to send again,
+  // or closed.
+  auto news = [&] {
+    return c->unread() > 0 || c->peer_fin || c->error != Status::kOk || (is_open() && !was_open) ||
+           (c->send_full && c->queued() <= c->smask / 2) || c->state == StreamState::kClosed;
+  };
+  return core::wait_until(*net_, timeout, [this] { return poll(); }, news);
 }
 
 }  // namespace unet::ulp

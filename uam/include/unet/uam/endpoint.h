@@ -187,7 +187,7 @@ class Endpoint {
   void arrival(const core::Descriptor& d) noexcept;
   void run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
   void run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
-  void apply_ack(Peer& p, Seq ack, bool in_step) noexcept;
+  void apply_ack(Peer& p, Seq ack, bool in_step, Time now) noexcept;
   void timers(Peer& p, Time now) noexcept;
   void op_completions() noexcept;
   void fail_peer(Peer& p, Status status) noexcept;
@@ -211,6 +211,7 @@ class Endpoint {
   std::vector<Get> gets_;
   std::unique_ptr<core::DescriptorRing<std::uint32_t>> free_gets_;
   std::uint64_t work_ = 0;                    // handlers and completions run (for wait())
+  Time poll_now_{};                           // the clock as poll() read it; zero outside poll()
   std::array<std::byte, core::Descriptor::kInlineBytes> scratch_{};
 };
 

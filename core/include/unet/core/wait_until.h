@@ -1,0 +1,35 @@
+// wait_until: the blocking wait of the layers built on an endpoint (uam, ulp).
+//
+// Runs the layer's progress function, tests the layer's condition, and otherwise sleeps on the
+// endpoint's completion channel — in slices of at most `slice`, so the layer's timers (acks,
+// resends, keepalives) still run while nothing arrives — until the condition holds or `timeout`
+// passes. Returns kOk, kTimeout, kDeviceError when progress reports a failure (a negative
+// count), or the endpoint's wait error.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+
+#include "unet/core/cycle_clock.h"
+#include "unet/core/endpoint.h"
+
+namespace unet::core {
+
+// `progress()` returns the work done, negative on a device failure (like Endpoint::poll());
+// `done()` is the condition waited for. Both run at least once, even with a zero timeout.
+template <class Progress, class Done>
+[[nodiscard]] Status wait_until(Endpoint& net, std::chrono::milliseconds timeout, Progress&& progress, Done&& done,
+                                std::chrono::milliseconds slice = std::chrono::milliseconds(1)) noexcept {
+  const CycleClock& clock = CycleClock::process();
+  const std::chrono::nanoseconds deadline = clock.to_ns(CycleClock::now()) + timeout;
+  for (;;) {
+    if (progress() < 0) return Status::kDeviceError;
+    if (done()) return Status::kOk;
+    const std::chrono::nanoseconds t = clock.to_ns(CycleClock::now());
+    if (t >= deadline) return Status::kTimeout;
+    const auto nap = std::min(slice, std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
+    if (Status s = net.wait(nap); s != Status::kOk && s != Status::kTimeout) return s;
+  }
+}
+
+}  // namespace unet::core
