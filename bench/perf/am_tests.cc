@@ -285,20 +285,10 @@ SizeResult run_am_bw(AmRound& r) {
     ++completed;
   });
   std::vector<std::byte> payload(len);
-  // Queues up to --batch requests (the next poll() posts them with one doorbell).
-  auto push_batch = [&] {
-    std::uint32_t pushed = 0;
-    while (pushed < r.cfg.batch && next < total) {
-      const std::uint64_t k = next;
-      if (k == 0 || k + 1 == total) fill_pattern(payload, k);  // request() copies it
-      const Status s = r.am.request(r.ch, kSink, std::span(&k, 1), payload, k);
-      if (s == Status::kNoResource) break;  // no credit or no room: after the next poll()
-      if (s != Status::kOk) progress.failed("request", s);
-      if (k >= warmup) posted[k - warmup] = core::CycleClock::now();
-      ++next;
-      ++pushed;
-    }
-    return pushed > 0;
+  // kNoResource: no credit or no room, until after the next poll().
+  auto push = [&](std::uint64_t k) {
+    if (k == 0 || k + 1 == total) fill_pattern(payload, k);  // request() copies it
+    return r.am.request(r.ch, kSink, std::span(&k, 1), payload, k);
   };
   sync_go(r.session);
   for (std::uint64_t seen = 0; completed < total;)
@@ -306,7 +296,8 @@ SizeResult run_am_bw(AmRound& r) {
         [&] {
           const bool moved = completed != seen;
           seen = completed;
-          return push_batch() | moved;
+          return push_batch(progress, r.cfg.batch, next, total, warmup, posted, push, "request") |
+                 moved;
         },
         "completion from the server");
   result.server_count = finish_client(r, next);

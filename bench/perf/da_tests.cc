@@ -189,22 +189,17 @@ SizeResult run_da_write_bw(Round& r) {
       ++done;
     });
   };
-  // Pushes up to --batch writes (the next poll() posts them with one doorbell).
-  auto push_batch = [&] {
-    std::uint32_t pushed = 0;
-    while (pushed < r.cfg.batch && next < total) {
-      const std::size_t off = region_of(next, total) * len;
-      Status s = r.ep.write(r.ch, r.local.data() + off, len, peer, off, next);
-      if (s == Status::kNoResource) break;
-      if (s != Status::kOk) progress.failed("RDMA WRITE", s);
-      if (next >= warmup) posted[next - warmup] = core::CycleClock::now();
-      ++next;
-      ++pushed;
-    }
-    return pushed > 0;
+  auto push = [&](std::uint64_t k) {
+    const std::size_t off = region_of(k, total) * len;
+    return r.ep.write(r.ch, r.local.data() + off, len, peer, off, k);
   };
   while (done < total)
-    progress.until([&] { return take_completions() | push_batch(); }, "RDMA WRITE completion");
+    progress.until(
+        [&] {
+          return take_completions() |
+                 push_batch(progress, r.cfg.batch, next, total, warmup, posted, push, "RDMA WRITE");
+        },
+        "RDMA WRITE completion");
   finish_round(*r.session, total);
   result.bandwidth = compute_bw(posted, completed, len, r.clock.ticks_per_us());
   return result;

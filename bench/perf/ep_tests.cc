@@ -225,24 +225,18 @@ SizeResult run_ep_bw(Round& r) {
     }
     return any;
   };
-  // Pushes up to --batch messages (the next poll() posts them with one doorbell).
-  auto push_batch = [&] {
-    std::uint32_t pushed = 0;
-    while (pushed < r.cfg.batch && next < total && next - credited < window) {
-      const std::uint64_t k = next;
-      Status s = (k == 0 || k + 1 == total)
-                     ? sender.try_send(len, [&](std::span<std::byte> out) { fill_pattern(out, k); })
-                     : sender.try_send(len, no_fill);
-      if (s == Status::kNoResource) break;
-      if (s != Status::kOk) progress.failed("send", s);
-      if (k >= warmup) posted[k - warmup] = core::CycleClock::now();
-      ++next;
-      ++pushed;
-    }
-    return pushed > 0;
+  auto push = [&](std::uint64_t k) {
+    return (k == 0 || k + 1 == total)
+               ? sender.try_send(len, [&](std::span<std::byte> out) { fill_pattern(out, k); })
+               : sender.try_send(len, no_fill);
+  };
+  // At most `window` messages beyond the last one credited.
+  auto push_some = [&] {
+    return push_batch(progress, r.cfg.batch, next, std::min(total, credited + window), warmup,
+                      posted, push, "send");
   };
   while (credited < total)
-    progress.until([&] { return take_credits() | push_batch(); }, "credit from the server");
+    progress.until([&] { return take_credits() | push_some(); }, "credit from the server");
   finish_round(*r.session, next);
   result.bandwidth = compute_bw(posted, completed, len, r.clock.ticks_per_us());
   return result;

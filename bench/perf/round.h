@@ -106,6 +106,25 @@ class Progress {
   std::uint64_t patience_;
 };
 
+// The *_bw sender's step: queues messages `next`, `next` + 1, ... below `limit`, at most `batch`
+// of them (the next poll() posts them with one doorbell), stamping the post time of each measured
+// one (message k >= `warmup` in posted[k - warmup]). `push(k)` queues message k; kNoResource ends
+// the batch until after a poll, any other failure is `progress.failed(what, s)`, which throws.
+// Returns whether it queued any.
+template <class AnyProgress, class Push>
+bool push_batch(AnyProgress& progress, std::uint32_t batch, std::uint64_t& next,
+                std::uint64_t limit, std::uint64_t warmup, std::span<std::uint64_t> posted,
+                Push push, const char* what) {
+  std::uint32_t pushed = 0;
+  for (; pushed < batch && next < limit; ++next, ++pushed) {
+    const Status s = push(next);
+    if (s == Status::kNoResource) break;
+    if (s != Status::kOk) progress.failed(what, s);
+    if (next >= warmup) posted[next - warmup] = core::CycleClock::now();
+  }
+  return pushed > 0;
+}
+
 // The core-endpoint tests. Each runs both sides (cfg.is_client()), ends with finish_round, and
 // returns the client's figures (the server's result carries only the size).
 SizeResult run_ep_lat(Round& r);

@@ -25,6 +25,15 @@ inline core::EndpointConfig endpoint_config(core::Transport t = core::Transport:
   return c;
 }
 
+// A UD endpoint for the protocols built on one (ulp/): 512 buffers, 256 of them on the free
+// queue, a send queue of 128.
+inline core::EndpointConfig ud_config() {
+  core::EndpointConfig c = endpoint_config(core::Transport::kUd, 512);
+  c.free_queue_depth = 256;
+  c.send_queue_depth = 128;
+  return c;
+}
+
 // Opens a channel between two endpoints of this process (the out-of-band halves swapped directly).
 inline std::pair<core::ChannelId, core::ChannelId> connect_endpoints(core::Endpoint& a, core::Endpoint& b) {
   core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();

@@ -15,13 +15,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-core::EndpointConfig ud_config() {
-  core::EndpointConfig c = test::endpoint_config(core::Transport::kUd, 512);
-  c.free_queue_depth = 256;
-  c.send_queue_depth = 128;
-  return c;
-}
-
 std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
   std::vector<std::byte> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((seed * 131 + i * 7 + (i >> 8)) & 0xFF);
@@ -29,7 +22,7 @@ std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
 }
 
 struct Pair {
-  DatagramEndpoint a{ud_config()}, b{ud_config()};
+  DatagramEndpoint a{test::ud_config()}, b{test::ud_config()};
   ChannelId ab = 0, ba = 0;
   Pair() {
     core::ChannelOffer oa = a.offer_peer(), ob = b.offer_peer();

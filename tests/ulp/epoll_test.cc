@@ -21,21 +21,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-core::EndpointConfig ud_config() {
-  core::EndpointConfig c = test::endpoint_config(core::Transport::kUd, 512);
-  c.free_queue_depth = 256;
-  c.send_queue_depth = 128;
-  return c;
-}
-
 std::byte byte_at(std::uint64_t i) { return static_cast<std::byte>((i * 29 + (i >> 10)) & 0xFF); }
 
 TEST(Epoll, OneLoopServesADatagramPortAndAStream) {
   UNET_REQUIRE_DEVICE();
   constexpr int kDatagrams = 200;
   constexpr std::uint64_t kBytes = 1u << 20;
-  DatagramEndpoint da(ud_config()), db(ud_config());
-  StreamEndpoint sa(ud_config()), sb(ud_config());
+  DatagramEndpoint da(test::ud_config()), db(test::ud_config());
+  StreamEndpoint sa(test::ud_config()), sb(test::ud_config());
   core::ChannelOffer o1 = da.offer_peer(), o2 = db.offer_peer(), o3 = sa.offer_peer(), o4 = sb.offer_peer();
   const ChannelId d_ab = da.accept_peer(o1, o2.local);
   (void)db.accept_peer(o2, o1.local);

@@ -1,8 +1,6 @@
 // StreamEndpoint on a real device (label device): handshake, bytes both ways checked, orderly and
 // simultaneous close, flow control by the receiver's window, connect to nothing, abort, a dead
 // peer detected in time with another connection unaffected, bad input.
-#include "unet/ulp/stream_endpoint.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,18 +10,12 @@
 
 #include "device_env.h"
 #include "endpoint_support.h"
+#include "unet/ulp/stream_endpoint.h"
 
 namespace unet::ulp {
 namespace {
 
 using namespace std::chrono_literals;
-
-core::EndpointConfig ud_config() {
-  core::EndpointConfig c = test::endpoint_config(core::Transport::kUd, 512);
-  c.free_queue_depth = 256;
-  c.send_queue_depth = 128;
-  return c;
-}
 
 StreamConfig stream_config() {
   StreamConfig s;
@@ -40,7 +32,8 @@ struct Pair {
   std::unique_ptr<StreamEndpoint> a, b;
   ChannelId ab = 0, ba = 0;
   explicit Pair(const StreamConfig& cfg = stream_config())
-      : a(std::make_unique<StreamEndpoint>(ud_config(), cfg)), b(std::make_unique<StreamEndpoint>(ud_config(), cfg)) {
+      : a(std::make_unique<StreamEndpoint>(test::ud_config(), cfg)),
+        b(std::make_unique<StreamEndpoint>(test::ud_config(), cfg)) {
     core::ChannelOffer oa = a->offer_peer(), ob = b->offer_peer();
     ab = a->accept_peer(oa, ob.local);
     ba = b->accept_peer(ob, oa.local);

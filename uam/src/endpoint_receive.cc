@@ -39,7 +39,8 @@ int Endpoint::poll() noexcept {
 
 Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
   const std::uint64_t before = work_;
-  return core::wait_until(*net_, timeout, [this] { return poll(); }, [&] { return work_ != before; });
+  return core::wait_until(
+      *net_, timeout, [this] { return poll(); }, [&] { return work_ != before; });
 }
 
 // One arrival from core (its upcall): decode, account credits and sequence, run the handler.
@@ -182,7 +183,8 @@ Status Endpoint::release(BufferId b) noexcept {
 // messages are resent, each carrying the ack again.
 void Endpoint::apply_ack(Peer& p, Seq ack, bool in_step, Time t) noexcept {
   if (p.tx) {
-    const Status s = p.tx->on_ack(ack, t, [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(p, q); });
+    const Status s = p.tx->on_ack(
+        ack, t, [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(p, q); });
     if (s == Status::kInvalidArgument) ++stats_.bad_acks;
     if (s != Status::kOk) return;
   } else if (seq_before(p.next_seq, ack)) {  // acknowledges what we never sent

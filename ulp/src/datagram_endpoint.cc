@@ -208,7 +208,8 @@ int DatagramEndpoint::poll() noexcept {
 Status DatagramEndpoint::wait(std::uint16_t port, std::chrono::milliseconds timeout) noexcept {
   Port* p = find(port);
   if (!p) return Status::kNotFound;
-  return core::wait_until(*net_, timeout, [this] { return poll(); }, [p] { return !p->queue.empty(); });
+  return core::wait_until(
+      *net_, timeout, [this] { return poll(); }, [p] { return !p->queue.empty(); });
 }
 
 }  // namespace unet::ulp

@@ -262,7 +262,9 @@ int StreamEndpoint::next_timer_ms() const noexcept {
 Status StreamEndpoint::wait(ConnId id, std::chrono::milliseconds timeout) noexcept {
   Conn* c = get(id);
   if (!c) return Status::kNotFound;
-  auto is_open = [c] { return c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait; };
+  auto is_open = [c] {
+    return c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait;
+  };
   const bool was_open = is_open();
   // Something to read, the peer's FIN, an error, the connection just opened, room to send again,
   // or closed.
@@ -270,7 +272,8 @@ Status StreamEndpoint::wait(ConnId id, std::chrono::milliseconds timeout) noexce
     return c->unread() > 0 || c->peer_fin || c->error != Status::kOk || (is_open() && !was_open) ||
            (c->send_full && c->queued() <= c->smask / 2) || c->state == StreamState::kClosed;
   };
-  return core::wait_until(*net_, timeout, [this] { return poll(); }, news);
+  return core::wait_until(
+      *net_, timeout, [this] { return poll(); }, news);
 }
 
 }  // namespace unet::ulp

@@ -18,8 +18,9 @@ namespace unet::core {
 // `progress()` returns the work done, negative on a device failure (like Endpoint::poll());
 // `done()` is the condition waited for. Both run at least once, even with a zero timeout.
 template <class Progress, class Done>
-[[nodiscard]] Status wait_until(Endpoint& net, std::chrono::milliseconds timeout, Progress&& progress, Done&& done,
-                                std::chrono::milliseconds slice = std::chrono::milliseconds(1)) noexcept {
+[[nodiscard]] Status wait_until(
+    Endpoint& net, std::chrono::milliseconds timeout, Progress&& progress, Done&& done,
+    std::chrono::milliseconds slice = std::chrono::milliseconds(1)) noexcept {
   const CycleClock& clock = CycleClock::process();
   const std::chrono::nanoseconds deadline = clock.to_ns(CycleClock::now()) + timeout;
   for (;;) {
