@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "page_buffer.h"
 #include "unet/uam/credit_window.h"
 #include "unet/verbs/device.h"
 #include "unet/verbs/error.h"
@@ -393,6 +394,41 @@ int launch(const LaunchConfig& cfg, const Work& work) {
     code = kExitError;
   }
   return code;
+}
+
+int example_main(Options& opt, int argc, char** argv, const Setup& setup) {
+  opt.add("procs", "4", "worker processes (1-8)");
+  opt.add("seed", "1", "seed of the input generator");
+  opt.add("chunk", "1048576", "bytes per store or get (a multiple of 4096)");
+  opt.add("timeout", "600", "seconds the whole run, and every wait in it, may take");
+  opt.add("device", "", "RDMA device (default: $UNET_DEVICE, else the first)");
+  opt.add("stats", "0", "1: every rank prints its endpoint's counters to stderr at the end");
+  opt.add("corrupt", "0",
+          "test hook: 1 damages one element of the result, so verification must fail");
+  const std::string program = opt.program();
+  try {
+    if (!opt.parse(argc, argv)) return kExitOk;
+    CommonParams common;
+    common.seed = opt.u64("seed");
+    common.chunk = opt.u64("chunk", kPageBytes, 1u << 30);
+    if (common.chunk % kPageBytes)
+      throw std::invalid_argument("--chunk must be a multiple of 4096");
+    common.corrupt = opt.u64("corrupt", 0, 1) == 1;
+    LaunchConfig cfg;
+    cfg.program = program;
+    cfg.procs = static_cast<int>(opt.u64("procs", 1, kMaxProcs));
+    cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
+    cfg.print_stats = opt.u64("stats", 0, 1) == 1;
+    const Work work = setup(opt, common, cfg);
+    if (!opt.str("device").empty()) cfg.net.device = opt.str("device");
+    return launch(cfg, work);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", program.c_str(), e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return kExitError;
+  }
 }
 
 }  // namespace unet::uam::examples

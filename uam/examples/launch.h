@@ -21,6 +21,7 @@
 #include <string>
 
 #include "group.h"
+#include "options.h"
 #include "unet/core/endpoint.h"
 #include "unet/uam/endpoint.h"
 
@@ -52,5 +53,24 @@ struct LaunchConfig {
 using Work = std::function<int(Group&)>;
 
 int launch(const LaunchConfig& config, const Work& work);
+
+// What every example program reads from the flags example_main() declares for it.
+struct CommonParams {
+  std::uint64_t seed = 1;
+  std::uint64_t chunk = 0;  // bytes per store or get, a multiple of 4096
+  bool corrupt = false;     // test hook: damage the result, so verification must fail
+};
+
+// Reads the program's own flags (`opt`) and sizes cfg.net with LaunchConfig::endpoint_config;
+// returns the workers' program. `cfg` outlives that program, and --device is applied to cfg.net
+// after this returns, so the program reads cfg.net.device when it runs.
+using Setup =
+    std::function<Work(const Options& opt, const CommonParams& common, LaunchConfig& cfg)>;
+
+// The main() of an example program: declares the flags every example has (--procs, --seed, --chunk,
+// --timeout, --device, --stats, --corrupt) beside the program's own in `opt`, parses argv, runs
+// `setup` and launch(). A bad flag prints a message and returns kExitUsage; any other failure,
+// kExitError.
+int example_main(Options& opt, int argc, char** argv, const Setup& setup);
 
 }  // namespace unet::uam::examples

@@ -338,40 +338,22 @@ class Matmul {
 int main(int argc, char** argv) {
   Options opt("matmul",
               "blocked matrix multiply over forked processes, with U-Net Active Messages");
-  opt.add("procs", "4", "worker processes (1-8)");
   opt.add("n", "512", "matrix order");
-  opt.add("seed", "1", "seed of the matrix generator");
   opt.add("samples", "1024", "entries of C each rank checks against a serial reference");
-  opt.add("chunk", "1048576", "bytes per get (a multiple of 4096)");
-  opt.add("timeout", "600", "seconds the whole run, and every wait in it, may take");
-  opt.add("device", "", "RDMA device (default: $UNET_DEVICE, else the first)");
-  opt.add("stats", "0", "1: every rank prints its endpoint's counters to stderr at the end");
-  opt.add("corrupt", "0", "test hook: 1 damages one entry of C, so verification must fail");
-  try {
-    if (!opt.parse(argc, argv)) return kExitOk;
-    Params p;
-    p.n = opt.u64("n", 1, 16384);
-    p.seed = opt.u64("seed");
-    p.samples = opt.u64("samples", 0, 1u << 24);
-    p.chunk = opt.u64("chunk", kPageBytes, 1u << 30);
-    if (p.chunk % kPageBytes) throw std::invalid_argument("--chunk must be a multiple of 4096");
-    p.corrupt = opt.u64("corrupt", 0, 1) == 1;
-    LaunchConfig cfg;
-    cfg.program = "matmul";
-    cfg.procs = static_cast<int>(opt.u64("procs", 1, kMaxProcs));
-    cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
-    cfg.print_stats = opt.u64("stats", 0, 1) == 1;
-    // The registration cache holds the two buffers gets land in: at most two blocks of B.
-    const std::uint64_t block = (p.n / cfg.procs + 1) * p.n * sizeof(double);
-    cfg.net = LaunchConfig::endpoint_config(2 * block + 2 * p.chunk + (16u << 20));
-    if (!opt.str("device").empty()) cfg.net.device = opt.str("device");
-    p.device = cfg.net.device;
-    return launch(cfg, [&](Group& g) { return Matmul(g, p).run(); });
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "matmul: %s (see --help)\n", e.what());
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "matmul: %s\n", e.what());
-    return kExitError;
-  }
+  return example_main(
+      opt, argc, argv, [](const Options& o, const CommonParams& common, LaunchConfig& cfg) {
+        Params p;
+        p.n = o.u64("n", 1, 16384);
+        p.seed = common.seed;
+        p.samples = o.u64("samples", 0, 1u << 24);
+        p.chunk = common.chunk;
+        p.corrupt = common.corrupt;
+        // The registration cache holds the two buffers gets land in: at most two blocks of B.
+        const std::uint64_t block = (p.n / cfg.procs + 1) * p.n * sizeof(double);
+        cfg.net = LaunchConfig::endpoint_config(2 * block + 2 * p.chunk + (16u << 20));
+        return Work([p, &cfg](Group& g) mutable {
+          p.device = cfg.net.device;
+          return Matmul(g, p).run();
+        });
+      });
 }

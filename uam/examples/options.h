@@ -19,6 +19,7 @@ class Options {
   // an unknown flag, a missing value or a stray argument.
   bool parse(int argc, char** argv);
   void print_usage() const;
+  const std::string& program() const noexcept { return program_; }
 
   const std::string& str(const std::string& name) const;
   // Throws std::invalid_argument when the value is not a number in [min, max].

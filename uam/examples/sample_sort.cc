@@ -366,40 +366,22 @@ class SampleSort {
 int main(int argc, char** argv) {
   Options opt("sample_sort",
               "sample sort of 64-bit keys over forked processes, with U-Net Active Messages");
-  opt.add("procs", "4", "worker processes (1-8)");
   opt.add("keys", "16777216", "keys to sort, in total");
-  opt.add("seed", "1", "seed of the key generator");
   opt.add("samples", "4096", "keys each rank sends rank 0 to choose the splitters");
-  opt.add("chunk", "1048576", "bytes per store (a multiple of 4096)");
-  opt.add("timeout", "600", "seconds the whole run, and every wait in it, may take");
-  opt.add("device", "", "RDMA device (default: $UNET_DEVICE, else the first)");
-  opt.add("stats", "0", "1: every rank prints its endpoint's counters to stderr at the end");
-  opt.add("corrupt", "0", "test hook: 1 damages one key after the sort, so verification must fail");
-  try {
-    if (!opt.parse(argc, argv)) return kExitOk;
-    Params p;
-    p.keys = opt.u64("keys", 1, 1ull << 32);
-    p.seed = opt.u64("seed");
-    p.samples = opt.u64("samples", 1, 1u << 20);
-    p.chunk = opt.u64("chunk", kPageBytes, 1u << 30);
-    if (p.chunk % kPageBytes) throw std::invalid_argument("--chunk must be a multiple of 4096");
-    p.corrupt = opt.u64("corrupt", 0, 1) == 1;
-    LaunchConfig cfg;
-    cfg.program = "sample_sort";
-    cfg.procs = static_cast<int>(opt.u64("procs", 1, kMaxProcs));
-    cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
-    cfg.print_stats = opt.u64("stats", 0, 1) == 1;
-    // The registration cache holds what a rank stores from: at most its share of the keys.
-    const std::uint64_t share = (p.keys / cfg.procs + 1) * sizeof(std::uint64_t);
-    cfg.net = LaunchConfig::endpoint_config(share + (cfg.procs + 2) * p.chunk + (64u << 20));
-    if (!opt.str("device").empty()) cfg.net.device = opt.str("device");
-    p.device = cfg.net.device;
-    return launch(cfg, [&](Group& g) { return SampleSort(g, p).run(); });
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "sample_sort: %s (see --help)\n", e.what());
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sample_sort: %s\n", e.what());
-    return kExitError;
-  }
+  return example_main(
+      opt, argc, argv, [](const Options& o, const CommonParams& common, LaunchConfig& cfg) {
+        Params p;
+        p.keys = o.u64("keys", 1, 1ull << 32);
+        p.seed = common.seed;
+        p.samples = o.u64("samples", 1, 1u << 20);
+        p.chunk = common.chunk;
+        p.corrupt = common.corrupt;
+        // The registration cache holds what a rank stores from: at most its share of the keys.
+        const std::uint64_t share = (p.keys / cfg.procs + 1) * sizeof(std::uint64_t);
+        cfg.net = LaunchConfig::endpoint_config(share + (cfg.procs + 2) * p.chunk + (64u << 20));
+        return Work([p, &cfg](Group& g) mutable {
+          p.device = cfg.net.device;
+          return SampleSort(g, p).run();
+        });
+      });
 }
