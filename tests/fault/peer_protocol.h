@@ -1,0 +1,35 @@
+// What tests/fault/peer_death_test.cc and its peer process (fault_peer.cc) agree on: handler ids,
+// the stream port, the size of the window the core peer grants, and the endpoint configurations.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "endpoint_support.h"
+#include "unet/uam/endpoint.h"
+#include "unet/ulp/stream_endpoint.h"
+
+namespace unet::test {
+
+inline constexpr uam::HandlerId kEcho = 1, kEchoReply = 2;
+inline constexpr std::uint16_t kStreamPort = 7;
+inline constexpr std::size_t kWindowBytes = 1 << 20;
+
+// A uam endpoint with room for two channels (the doomed one and, in the test, a healthy one).
+inline core::EndpointConfig uam_peer_config(core::Transport t) {
+  core::EndpointConfig c = endpoint_config(t, 256);
+  c.free_queue_depth = 64;
+  c.send_queue_depth = 128;
+  return c;
+}
+
+// A dead peer is declared after one second of silence.
+inline ulp::StreamConfig stream_peer_config() {
+  ulp::StreamConfig s;
+  s.send_buffer = 64 * 1024;
+  s.recv_buffer = 64 * 1024;
+  s.dead_peer_timeout = std::chrono::milliseconds(1000);
+  return s;
+}
+
+}  // namespace unet::test
