@@ -18,6 +18,7 @@
 #include <unet/ulp/stream_endpoint.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,7 +118,7 @@ void client(StreamEndpoint& ep, ulp::ChannelId server, std::string& report) {
     received += got;
     if (took == 0 && got == 0) wait_for_news(ep, conn, deadline, "the echo");
   }
-  const ulp::StreamStats* st = ep.stats(conn);  // the connection's control state, readable any time
+  const std::optional<ulp::StreamStats> st = ep.stats(conn);  // control state, readable any time
   report = "smoothed RTT " + std::to_string(st->srtt.count() / 1000) + " us, " +
            std::to_string(st->retransmitted_segments) + " segments retransmitted";
 
