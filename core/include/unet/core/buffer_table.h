@@ -22,8 +22,10 @@
 
 namespace unet::core {
 
+// Who holds a buffer now (the four states above).
 enum class BufferOwner : std::uint8_t { kSpare, kApplication, kSendQueue, kFreeQueue };
 
+// The ownership state of every buffer of one segment, and the spare buffers. One thread.
 class BufferTable {
  public:
   // `count` buffers, all spare.
@@ -31,6 +33,8 @@ class BufferTable {
     for (BufferId b = 0; b < count; ++b) (void)spare_.push(b);
   }
 
+  // Buffers in the table; spare ones; the owner of `b` (which must be valid); whether `b` is
+  // a buffer of this table.
   std::uint32_t count() const noexcept { return static_cast<std::uint32_t>(owner_.size()); }
   std::uint32_t spare() const noexcept { return spare_.size(); }
   BufferOwner owner(BufferId b) const noexcept { return owner_[b]; }

@@ -17,14 +17,17 @@
 
 namespace unet::core {
 
+// A UD arrival's tag: the sender's QP number and GID.
 struct UdTag {
   std::uint32_t qpn = 0;
   verbs::Gid gid;
   bool operator==(const UdTag&) const = default;
 };
 
+// Tags of the open channels, RC and UD, each naming its ChannelId. One thread.
 class ChannelTable {
  public:
+  // Room for `max_channels` tags in all, reserved now.
   explicit ChannelTable(std::uint32_t max_channels) : max_(max_channels) {
     rc_.reserve(max_channels);
     ud_.reserve(max_channels);
@@ -39,6 +42,7 @@ class ChannelTable {
   // The channel a tag names, or kNoChannel. No allocation.
   ChannelId find(std::uint32_t rc_qpn) const noexcept { return find_in(rc_, rc_qpn); }
   ChannelId find(const UdTag& tag) const noexcept { return find_in(ud_, tag); }
+  // Tags held, RC and UD together.
   std::size_t size() const noexcept { return rc_.size() + ud_.size(); }
 
  private:

@@ -16,8 +16,10 @@
 
 namespace unet::core {
 
+// A calibrated cycle counter: now() reads it, the instance converts ticks to time.
 class CycleClock {
  public:
+  // The counter now (rdtsc on x86; steady_clock's nanoseconds elsewhere). No system call on x86.
   static std::uint64_t now() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
     return __rdtsc();
@@ -32,6 +34,8 @@ class CycleClock {
   // measurements.
   static const CycleClock& process();
 
+  // Conversions with this calibration: ticks to microseconds, a duration to ticks, and the
+  // rate itself.
   double to_us(std::uint64_t ticks) const noexcept { return static_cast<double>(ticks) / ticks_per_us_; }
   std::uint64_t ticks(std::chrono::microseconds d) const noexcept {
     return static_cast<std::uint64_t>(static_cast<double>(d.count()) * ticks_per_us_);

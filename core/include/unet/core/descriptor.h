@@ -13,12 +13,15 @@
 
 namespace unet::core {
 
+// A channel of an endpoint (the tag, from the application's side) and a buffer of its segment.
 using ChannelId = std::uint32_t;
 using BufferId = std::uint32_t;
 
+// "None": no channel, no buffer (an inline descriptor has no buffer).
 inline constexpr ChannelId kNoChannel = UINT32_MAX;
 inline constexpr BufferId kNoBuffer = UINT32_MAX;
 
+// One message descriptor: what a send names, or what an arrival delivered.
 struct alignas(64) Descriptor {
   static constexpr std::size_t kInlineBytes = 44;
 

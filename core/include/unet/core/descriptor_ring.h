@@ -28,11 +28,13 @@ class DescriptorRing {
     slots_ = std::make_unique<T[]>(capacity_);
   }
 
+  // Slots in the ring (a power of two).
   std::uint32_t capacity() const noexcept { return capacity_; }
   // Entries present. Exact for the producer's or consumer's own thread; a snapshot otherwise.
   std::uint32_t size() const noexcept {
     return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
   }
+  // size() == 0 and size() == capacity(), with size()'s caveat.
   bool empty() const noexcept { return size() == 0; }
   bool full() const noexcept { return size() == capacity_; }
 

@@ -1,5 +1,5 @@
-// Emulated endpoints: many cheap endpoints multiplexed onto one real one — the paper's
-// kernel-emulated endpoints, with the multiplexing done in user space.
+// EmulatedEndpoint, EndpointMux: many cheap endpoints multiplexed onto one real one — the
+// paper's kernel-emulated endpoints, with the multiplexing done in user space.
 //
 // QPs, CQs and pinned memory are scarce; an EmulatedEndpoint has none of its own. It has its own
 // receive queue and channels, and borrows the real endpoint's segment and send queue. An emulated
@@ -21,8 +21,10 @@
 
 namespace unet::core {
 
+// An emulated endpoint's id within its mux (travels in the immediate data).
 using EmulatedId = std::uint16_t;
 
+// Counters of one emulated endpoint.
 struct EmulatedStats {
   std::uint64_t received = 0;
   std::uint64_t unknown_tag_drops = 0;  // arrivals from no channel of this endpoint
@@ -31,8 +33,11 @@ struct EmulatedStats {
 
 class EndpointMux;
 
+// One emulated endpoint: its own channels and receive queue, the real endpoint's segment and
+// send queue. Made by EndpointMux::create(); used on the mux's thread.
 class EmulatedEndpoint {
  public:
+  // This endpoint's id, and its counters.
   EmulatedId id() const noexcept { return id_; }
   const EmulatedStats& stats() const noexcept { return stats_; }
 
@@ -67,6 +72,7 @@ class EmulatedEndpoint {
   EmulatedStats stats_;
 };
 
+// Drives one real Endpoint and hands its arrivals to the emulated endpoints they name.
 class EndpointMux {
  public:
   // Multiplexes emulated endpoints onto `real` (which must outlive the mux). Each emulated
@@ -77,12 +83,14 @@ class EndpointMux {
   EmulatedEndpoint& create();
   // The emulated endpoint `id` (which must exist).
   EmulatedEndpoint& at(EmulatedId id) noexcept { return *endpoints_[id]; }
+  // Emulated endpoints created so far, and the real endpoint underneath.
   std::size_t size() const noexcept { return endpoints_.size(); }
   Endpoint& real() noexcept { return real_; }
 
   // Progress: polls the real endpoint and delivers its arrivals. Returns work done, or < 0.
   int poll() noexcept;
 
+  // What the mux and its emulated endpoints cost, for comparing with one real endpoint each.
   struct Resources {
     std::size_t emulated_endpoints = 0;
     std::uint32_t queue_pairs = 0;        // of the one real endpoint

@@ -53,9 +53,14 @@ struct QpConfig;
 
 namespace unet::core {
 
+// RC: reliable, one QP per channel. UD: unreliable datagrams, one QP for every channel.
 enum class Transport : std::uint8_t { kRc, kUd };
+// Base-level: messages go through the segment. Direct-access: also RDMA WRITE/READ and zero-copy
+// sends between application memory and a peer's window.
 enum class Mode : std::uint8_t { kBaseLevel, kDirectAccess };
 
+// How to build an endpoint: device, transport, mode, and the sizes of the segment and queues.
+// Sizes are clamped to the device; a bad combination makes the constructor throw.
 struct EndpointConfig {
   std::string device;                      // "" = the first device
   std::uint8_t port = 1;
@@ -123,13 +128,18 @@ struct ChannelOffer {
   std::uint32_t slot = 0;
 };
 
+// The endpoint itself (see the top of this file).
 class Endpoint {
  public:
+  // Opens the device, registers the segment, creates the CQ, SRQ (RC) or QP (UD) and posts the
+  // free queue. Throws verbs::Error on a bad config or a failed verbs call.
   explicit Endpoint(const EndpointConfig& config);
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
+  // The configuration as given, the counters, and the largest payload a descriptor carries
+  // (EndpointConfig::inline_threshold clamped to the device).
   const EndpointConfig& config() const noexcept { return config_; }
   const EndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t inline_threshold() const noexcept { return inline_threshold_; }

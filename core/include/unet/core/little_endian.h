@@ -1,5 +1,6 @@
-// Little-endian loads and stores for wire formats: explicit byte by byte, so a layout does not
-// depend on the host's byte order or on struct padding (uam's and ulp's headers use them).
+// store_le, load_le: little-endian stores and loads for wire formats, explicit byte by byte, so a
+// layout does not depend on the host's byte order or on struct padding (uam's and ulp's headers
+// use them).
 #pragma once
 
 #include <concepts>

@@ -58,6 +58,7 @@ concept Registrar = std::copyable<typename R::Handle> &&
     };
 // clang-format on
 
+// The cache's counters; pinned_bytes never exceeds the bound.
 struct RegistrationCacheStats {
   std::uint64_t hits = 0;             // acquires served by a cached registration
   std::uint64_t misses = 0;           // acquires that registered (successful ones only)
@@ -90,6 +91,7 @@ class RegistrationCache {
       std::map<std::uintptr_t, Iter, std::less<>, Rebind<std::pair<const std::uintptr_t, Iter>>>;
 
  public:
+  // The registrar's handle of one registration (e.g. its memory region).
   using Handle = typename R::Handle;
 
   // Holds one use of a registration covering the acquired range. Movable, not copyable.

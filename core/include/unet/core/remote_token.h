@@ -11,6 +11,7 @@
 
 namespace unet::core {
 
+// A window of the granting endpoint's memory: where it is, how long, and the key that reaches it.
 struct RemoteToken {
   std::uint64_t addr = 0;
   std::uint64_t length = 0;
@@ -25,6 +26,7 @@ struct RemoteToken {
   static Status decode(std::string_view line, RemoteToken& out) noexcept;
 };
 
+// What a grant allows the peer (or-ed together).
 enum Access : unsigned {
   kRemoteRead = 1u << 0,
   kRemoteWrite = 1u << 1,

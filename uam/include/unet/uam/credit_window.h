@@ -34,6 +34,7 @@
 
 namespace unet::uam {
 
+// Counters of one window, both sides.
 struct CreditStats {
   std::uint64_t consumed = 0;        // requests sent (credits taken)
   std::uint64_t refused = 0;         // consume() calls refused for want of credit
@@ -45,8 +46,10 @@ struct CreditStats {
   std::uint64_t returned_by_us = 0;  // credits we folded into headers
 };
 
+// One channel's credits, both directions (see the top of this file). Pure logic, one thread.
 class CreditWindow {
  public:
+  // The largest window: 127 keeps "newer" unambiguous for totals modulo 256.
   static constexpr std::uint8_t kMaxWindow = 127;
   // eRPC's 8 credits per session (GASNet-EX uses 12): 8 per peer x 16 peers fills core's default
   // free queue of 128 buffers exactly.
@@ -64,11 +67,13 @@ class CreditWindow {
       throw std::invalid_argument("CreditWindow: explicit threshold above the window");
   }
 
+  // The window W, the owed count that makes an explicit credit message due, and the counters.
   std::uint8_t window() const noexcept { return window_; }
   std::uint8_t explicit_threshold() const noexcept { return threshold_; }
   const CreditStats& stats() const noexcept { return stats_; }
 
   // --- sender side ---
+  // Credits left to spend, requests in flight (W - available), and whether none is left.
   std::uint8_t available() const noexcept { return available_; }
   std::uint8_t in_flight() const noexcept {
     return static_cast<std::uint8_t>(window_ - available_);

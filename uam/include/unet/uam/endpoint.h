@@ -61,6 +61,7 @@ struct Handler {
   explicit operator bool() const noexcept { return request || reply; }
 };
 
+// The active-message layer's own settings (the network's are core::EndpointConfig).
 struct Config {
   std::uint8_t window = CreditWindow::kDefaultWindow;  // credits per channel, 1..127
   // UD only: the sender's retransmission window is raised to 2 * window if smaller.
@@ -70,6 +71,7 @@ struct Config {
   std::chrono::milliseconds keepalive{50};
 };
 
+// Counters of one uam endpoint, over all its channels.
 struct Stats {
   std::uint64_t requests_sent = 0;
   std::uint64_t replies_sent = 0;
@@ -97,6 +99,7 @@ struct Stats {
   std::uint64_t probes = 0;            // credit messages asking the peer for its credits and ack
 };
 
+// The active-message endpoint (see the top of this file).
 class Endpoint {
  public:
   // Makes the core endpoint from `net`; `config` as above. Throws std::invalid_argument for a bad
@@ -106,6 +109,8 @@ class Endpoint {
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
+  // The core endpoint underneath (for its counters and resources; do not poll it directly), the
+  // configuration, and the counters.
   core::Endpoint& net() noexcept { return *net_; }
   const Config& config() const noexcept { return config_; }
   const Stats& stats() const noexcept { return stats_; }
@@ -124,11 +129,14 @@ class Endpoint {
   Status channel_status(ChannelId ch) const noexcept;
 
   // --- handlers (ids 0..255, one id space; HandlerTable's rules) ---
+  // Register a request handler (requests and stores) or a reply handler (replies and gets) at
+  // `id`: kInvalidState when `id` is taken, kInvalidArgument for an empty function.
   [[nodiscard]] Status on_request(HandlerId id, RequestHandler fn);
   [[nodiscard]] Status on_reply(HandlerId id, ReplyHandler fn);
   // Unregisters `id` (kNotFound when free). Not from a handler. Requests for it are then answered
   // with an unknown-handler error.
   [[nodiscard]] Status remove_handler(HandlerId id) { return handlers_.remove(id); }
+  // The handler every request, store and get completes through, once each (message.h).
   void on_completion(CompletionHandler fn);
 
   // --- data path ---

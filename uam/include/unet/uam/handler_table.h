@@ -24,16 +24,21 @@
 
 namespace unet::uam {
 
+// Which messages may run a handler: requests (and stores) or replies (and gets).
 enum class HandlerKind : std::uint8_t { kRequest, kReply };
 
+// A handler's id, the wire's handler byte.
 using HandlerId = std::uint8_t;
 
+// What a handler type must be: copyable, default-constructible, and testable for emptiness
+// (std::function is).
 template <class F>
 concept HandlerFunction = std::copyable<F> && std::default_initializable<F> &&
     requires(const F& f) {
   static_cast<bool>(f);
 };
 
+// The table itself: 256 entries, fixed.
 template <HandlerFunction Fn>
 class HandlerTable {
  public:
@@ -71,6 +76,7 @@ class HandlerTable {
     return Status::kOk;
   }
 
+  // Whether `id` is registered, and how many ids are.
   bool contains(HandlerId id) const noexcept { return entries_[id].used; }
   std::size_t size() const noexcept { return size_; }
 

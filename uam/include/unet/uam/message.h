@@ -1,4 +1,5 @@
-// Message, Token and the handler types: what an active-message handler is given.
+// Message, Token, RequestHandler, ReplyHandler, CompletionHandler: what an active-message
+// handler is given, and the handler types.
 //
 // A handler runs inside uam::Endpoint::poll() (or wait()), on the endpoint's thread, once per
 // message, in the order its channel delivered them. It gets the message's argument words (0..4)
@@ -19,9 +20,11 @@
 
 namespace unet::uam {
 
+// core's ids, as handlers see them.
 using core::BufferId;
 using core::ChannelId;
 
+// What a handler is given: one message's words, payload and, per kind, the extra fields below.
 struct Message {
   ChannelId channel = core::kNoChannel;
   HandlerId handler = 0;
@@ -44,6 +47,7 @@ enum class Disposition : std::uint8_t {
 // once; a request whose handler does not reply is acknowledged implicitly.
 class Token {
  public:
+  // The channel the request came on, and whether reply() has used this token.
   ChannelId channel() const noexcept { return channel_; }
   bool replied() const noexcept { return replied_; }
 

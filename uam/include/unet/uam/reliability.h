@@ -53,6 +53,7 @@ namespace unet::uam {
 
 using Time = std::chrono::nanoseconds;  // since any fixed origin
 
+// Go-back-N parameters, shared by the sender and receiver of a channel.
 struct ReliabilityConfig {
   std::uint32_t window = 64;  // unacked messages a sender keeps (1..kMaxWindow)
   // The timeout before any round-trip sample, and its bounds. The floor is set for hosts that
@@ -75,6 +76,7 @@ struct ReliabilityConfig {
   void validate() const;
 };
 
+// Counters of one ReliableSender.
 struct SenderStats {
   std::uint64_t sent = 0;              // messages pushed (first transmissions)
   std::uint64_t retransmitted = 0;     // resends asked of the caller
@@ -87,8 +89,10 @@ struct SenderStats {
   std::uint64_t rtt_samples = 0;       // acks that gave a round-trip sample
 };
 
+// The sending half: numbers messages, retires them on acks, times out and resends.
 class ReliableSender {
  public:
+  // Throws std::invalid_argument when `config` fails validate().
   explicit ReliableSender(const ReliabilityConfig& config)
       : config_((config.validate(), config)),
         oldest_(config.initial_seq),
@@ -99,6 +103,7 @@ class ReliableSender {
         cookies_(std::make_unique<std::uint64_t[]>(mask_ + 1)),
         sent_at_(std::make_unique<Time[]>(mask_ + 1)) {}
 
+  // Counters; messages unacked; whether the channel has failed; the number push() gives next.
   const SenderStats& stats() const noexcept { return stats_; }
   std::uint32_t outstanding() const noexcept { return next_ - oldest_; }
   bool failed() const noexcept { return failed_; }
@@ -241,6 +246,7 @@ enum class Arrival : std::uint8_t {
   kOutOfOrder,  // ahead of the next expected one: dropped (see above); an ack is due at once
 };
 
+// Counters of one ReliableReceiver.
 struct ReceiverStats {
   std::uint64_t delivered = 0;
   std::uint64_t duplicates = 0;
@@ -248,15 +254,20 @@ struct ReceiverStats {
   std::uint64_t acks_sent = 0;  // ack_sent() calls (piggybacked or explicit)
 };
 
+// The receiving half: delivers in order and once, and says when an ack is due.
 class ReliableReceiver {
  public:
+  // Throws std::invalid_argument when `config` fails validate().
   explicit ReliableReceiver(const ReliabilityConfig& config)
       : config_((config.validate(), config)), expected_(config.initial_seq) {}
 
+  // Counters of this receiver.
   const ReceiverStats& stats() const noexcept { return stats_; }
   // The cumulative ack to put in every header to the peer: the next sequence number expected.
   Seq ack() const noexcept { return expected_; }
 
+  // Classifies the message numbered `seq` that arrived at `now` (see Arrival); a delivery may
+  // make an ack due (K deliveries, or T after the first unacked one).
   [[nodiscard]] Arrival on_arrival(Seq seq, Time now) noexcept {
     const std::int32_t d = seq_distance(expected_, seq);
     if (d < 0) {

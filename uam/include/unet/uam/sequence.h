@@ -9,12 +9,14 @@
 
 namespace unet::uam {
 
+// A message sequence number (wraps at 2^32).
 using Seq = std::uint32_t;
 
 // Signed distance from `a` to `b` (positive when b is after a).
 constexpr std::int32_t seq_distance(Seq a, Seq b) noexcept {
   return static_cast<std::int32_t>(b - a);
 }
+// `a` comes strictly before `b`; before or equal.
 constexpr bool seq_before(Seq a, Seq b) noexcept { return seq_distance(a, b) > 0; }
 constexpr bool seq_before_eq(Seq a, Seq b) noexcept { return seq_distance(a, b) >= 0; }
 

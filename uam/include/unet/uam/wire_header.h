@@ -1,4 +1,4 @@
-// WireHeader: the bytes in front of every U-Net Active Message — a fixed, versioned layout.
+// Header: the bytes in front of every U-Net Active Message — a fixed, versioned layout.
 //
 // Little-endian, 16 bytes, then `arg_count` 64-bit argument words, then `payload_length` bytes of
 // payload (not touched by the codec). Version 1:
@@ -42,12 +42,15 @@
 
 namespace unet::uam {
 
+// The layout's constants: magic byte, version, fixed header size, most argument words, largest
+// payload.
 inline constexpr std::uint8_t kWireMagic = 0xA5;
 inline constexpr std::uint8_t kWireVersion = 1;
 inline constexpr std::size_t kFixedHeaderBytes = 16;
 inline constexpr std::size_t kMaxArgs = 4;
 inline constexpr std::size_t kMaxPayload = UINT16_MAX;
 
+// What a message is (the low nibble of byte 1).
 enum class Kind : std::uint8_t {
   kRequest = 1,     // runs a request handler; consumes one credit
   kReply = 2,       // runs a reply handler; answers the request named by `token`
@@ -56,6 +59,7 @@ enum class Kind : std::uint8_t {
   kStoreDone = 5,   // a bulk store's data is in place: runs `handler` at the receiver
 };
 
+// A message's header, decoded: one field per field of the layout above.
 struct Header {
   Kind kind = Kind::kRequest;
   std::uint8_t handler = 0;
@@ -95,6 +99,7 @@ enum class WireFault : std::uint8_t {
   kCreditFields,    // a kCredit message names a handler, token, arguments or payload
   kProbeNotCredit,  // the probe bit on a message other than kCredit
 };
+// The fault's name, for logs and test messages.
 std::string_view to_string(WireFault f) noexcept;
 
 // Checks `h` against the rules above (for encode); kNone when it may be sent.

@@ -26,6 +26,7 @@
 
 namespace unet::ulp {
 
+// Counters of one connection's congestion control.
 struct CongestionStats {
   std::uint64_t fast_retransmits = 0;
   std::uint64_t partial_acks = 0;
@@ -33,16 +34,19 @@ struct CongestionStats {
   std::uint64_t recoveries = 0;  // fast recoveries completed
 };
 
+// One connection's congestion window (see the top of this file). Pure logic, no clock.
 class NewReno {
  public:
   // Throws std::invalid_argument for mss == 0 or initial_window_segments == 0.
   explicit NewReno(std::uint32_t mss, std::uint32_t initial_window_segments = 4);
 
+  // The window and threshold in bytes, whether fast recovery is on, and the counters.
   std::uint32_t cwnd() const noexcept { return cwnd_; }
   std::uint32_t ssthresh() const noexcept { return ssthresh_; }
   bool in_recovery() const noexcept { return in_recovery_; }
   const CongestionStats& stats() const noexcept { return stats_; }
 
+  // The events, as the table at the top of this file describes them.
   void on_ack(std::uint32_t acked) noexcept;
   // `highest_sent`: the sequence number after the last byte sent (becomes `recover`).
   bool on_dup_ack(std::uint32_t flight, std::uint32_t highest_sent) noexcept;

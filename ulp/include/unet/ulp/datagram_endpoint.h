@@ -33,14 +33,17 @@
 
 namespace unet::ulp {
 
+// A peer is a core UD channel.
 using core::ChannelId;
 
+// The datagram layer's own settings (the network's are core::EndpointConfig, UD).
 struct DatagramConfig {
   std::uint32_t port_queue = 64;  // datagrams waiting per bound port
   std::uint32_t max_ports = 64;   // ports bound at once
   ReassemblyConfig reassembly;
 };
 
+// Counters of one datagram endpoint; every drop is in one of them.
 struct DatagramStats {
   std::uint64_t sent = 0;               // datagrams sent
   std::uint64_t fragments_sent = 0;
@@ -59,6 +62,7 @@ struct DatagramInfo {
   std::uint32_t length = 0;
 };
 
+// The datagram endpoint (see the top of this file).
 class DatagramEndpoint {
  public:
   // `net` must be a UD configuration (throws std::invalid_argument otherwise).
@@ -67,6 +71,8 @@ class DatagramEndpoint {
   DatagramEndpoint(const DatagramEndpoint&) = delete;
   DatagramEndpoint& operator=(const DatagramEndpoint&) = delete;
 
+  // The core endpoint underneath (do not poll it directly), and the counters of this layer and
+  // of reassembly.
   core::Endpoint& net() noexcept { return *net_; }
   const DatagramStats& stats() const noexcept { return stats_; }
   const ReassemblyStats& reassembly_stats() const noexcept { return reassembly_.stats(); }

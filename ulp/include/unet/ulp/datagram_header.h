@@ -33,6 +33,8 @@
 
 namespace unet::ulp {
 
+// The layout's constants: magic, version, header size, the largest datagram, the smallest
+// stride, and so the most fragments a datagram may have.
 inline constexpr std::uint8_t kDatagramMagic = 0x5D;
 inline constexpr std::uint8_t kDatagramVersion = 1;
 inline constexpr std::size_t kDatagramHeaderBytes = 20;
@@ -40,6 +42,7 @@ inline constexpr std::uint32_t kMaxDatagram = 64 * 1024;
 inline constexpr std::uint32_t kMinStride = 64;
 inline constexpr std::uint32_t kMaxFragments = kMaxDatagram / kMinStride;  // 1024
 
+// One fragment's header, decoded: one field per field of the layout above.
 struct DatagramHeader {
   std::uint16_t src_port = 0;
   std::uint16_t dst_port = 0;
@@ -62,6 +65,7 @@ constexpr std::uint32_t fragment_count(std::uint32_t length, std::uint32_t strid
   return length == 0 ? 1 : (length + stride - 1) / stride;
 }
 
+// Why a fragment was refused, one value per rule (kNone: it was accepted).
 enum class DatagramFault : std::uint8_t {
   kNone,
   kTooShort,        // fewer than 20 bytes
@@ -74,6 +78,7 @@ enum class DatagramFault : std::uint8_t {
   kBadIndex,        // index >= count
   kLengthMismatch,  // message size != 20 + fragment_bytes()
 };
+// The fault's name, for logs and test messages.
 std::string_view to_string(DatagramFault f) noexcept;
 
 // The rules above for a header to be sent with `fragment` bytes; kNone when it may go.

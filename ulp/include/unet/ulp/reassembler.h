@@ -26,11 +26,13 @@ namespace unet::ulp {
 
 using Time = std::chrono::nanoseconds;  // since any fixed origin
 
+// How many datagrams may be in reassembly at once, and how long one may take.
 struct ReassemblyConfig {
   std::uint32_t slots = 16;  // datagrams in reassembly (or completed, not yet taken) at once
   Time timeout = std::chrono::milliseconds(100);
 };
 
+// Counters of one reassembler; every dropped fragment or datagram is in one of them.
 struct ReassemblyStats {
   std::uint64_t started = 0;       // datagrams whose first fragment took a slot
   std::uint64_t completed = 0;
@@ -41,8 +43,11 @@ struct ReassemblyStats {
   std::uint64_t no_slot = 0;       // fragments dropped: every slot holds a datagram not yet taken
 };
 
+// Bounded reassembly (see the top of this file). One thread; nothing allocates after
+// construction.
 class Reassembler {
  public:
+  // What add() did with a fragment.
   enum class Outcome : std::uint8_t {
     kIncomplete,  // kept; more fragments to come
     kComplete,    // the datagram is whole in `slot` until release(slot)
@@ -62,6 +67,7 @@ class Reassembler {
   // Drops every incomplete datagram that started at or before now - timeout; returns how many.
   std::uint32_t expire(Time now) noexcept;
 
+  // Datagrams in reassembly now (incomplete), and the counters.
   std::uint32_t assembling() const noexcept;
   const ReassemblyStats& stats() const noexcept { return stats_; }
 

@@ -12,6 +12,7 @@
 
 namespace unet::ulp {
 
+// The RTO before any sample, its bounds, and the clock granularity G.
 struct RttConfig {
   std::chrono::nanoseconds initial_rto = std::chrono::milliseconds(200);
   std::chrono::nanoseconds min_rto = std::chrono::milliseconds(2);
@@ -21,11 +22,16 @@ struct RttConfig {
   void validate() const;
 };
 
+// One connection's estimator (see the top of this file).
 class RttEstimator {
  public:
+  // Throws std::invalid_argument when `config` fails validate().
   explicit RttEstimator(const RttConfig& config = {});
+  // Feeds one round-trip sample (never of a retransmitted segment).
   void sample(std::chrono::nanoseconds rtt) noexcept;
+  // Doubles the RTO after a timeout, up to max_rto.
   void backoff() noexcept;
+  // The estimate: whether any sample came, SRTT, RTTVAR, the RTO now, and the sample count.
   bool has_sample() const noexcept { return samples_ > 0; }
   std::chrono::nanoseconds srtt() const noexcept { return srtt_; }
   std::chrono::nanoseconds rttvar() const noexcept { return rttvar_; }

@@ -30,10 +30,12 @@
 
 namespace unet::ulp {
 
+// The layout's constants: magic, version, header size.
 inline constexpr std::uint8_t kSegmentMagic = 0x5E;
 inline constexpr std::uint8_t kSegmentVersion = 1;
 inline constexpr std::size_t kSegmentHeaderBytes = 20;
 
+// The flag bits of byte 2.
 enum SegmentFlags : std::uint8_t {
   kSyn = 1 << 0,
   kAck = 1 << 1,
@@ -41,6 +43,7 @@ enum SegmentFlags : std::uint8_t {
   kRst = 1 << 3,
 };
 
+// One segment's header, decoded: one field per field of the layout above.
 struct SegmentHeader {
   std::uint8_t flags = 0;
   std::uint16_t src_port = 0;
@@ -49,10 +52,12 @@ struct SegmentHeader {
   std::uint32_t ack = 0;
   std::uint32_t window = 0;
 
+  // Whether flag `f` is set.
   bool has(SegmentFlags f) const noexcept { return flags & f; }
   friend bool operator==(const SegmentHeader&, const SegmentHeader&) = default;
 };
 
+// Why a segment was refused, one value per rule (kNone: it was accepted).
 enum class SegmentFault : std::uint8_t {
   kNone,
   kTooShort,
@@ -63,6 +68,7 @@ enum class SegmentFault : std::uint8_t {
   kPayloadNotAllowed,  // payload on a SYN or an RST
   kMissingAck,      // no ACK on a segment other than a first SYN or an RST
 };
+// The fault's name, for logs and test messages.
 std::string_view to_string(SegmentFault f) noexcept;
 
 // The rules above for a header sent with `payload` bytes; kNone when it may go.

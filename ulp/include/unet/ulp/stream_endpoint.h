@@ -43,11 +43,14 @@
 
 namespace unet::ulp {
 
+// A peer is a core UD channel; a connection has a ConnId (kNoConn: none).
 using core::ChannelId;
 using Time = std::chrono::nanoseconds;  // since any fixed origin
 using ConnId = std::uint32_t;
 inline constexpr ConnId kNoConn = UINT32_MAX;
 
+// The stream layer's own settings, the application's to choose (the network's are
+// core::EndpointConfig, UD).
 struct StreamConfig {
   std::uint32_t send_buffer = 256 * 1024;  // bytes per connection (a power of two is used)
   std::uint32_t recv_buffer = 256 * 1024;  // bytes per connection: the most we advertise
@@ -84,6 +87,7 @@ struct StreamStats {
   StreamState state = StreamState::kClosed;
 };
 
+// Counters of the endpoint as a whole (each connection has its StreamStats).
 struct StreamEndpointStats {
   std::uint64_t malformed = 0;      // segments the codec refused
   std::uint64_t stray = 0;          // segments for no connection (answered with RST unless RST)
@@ -91,23 +95,31 @@ struct StreamEndpointStats {
   std::uint64_t refused_syn = 0;    // SYNs with no listener, a full backlog or no free connection
 };
 
+// The stream endpoint (see the top of this file).
 class StreamEndpoint {
  public:
+  // `net` must be a UD configuration. Throws std::invalid_argument for a bad configuration, and
+  // verbs::Error as core::Endpoint does. Allocates every connection's buffers now.
   explicit StreamEndpoint(const core::EndpointConfig& net, const StreamConfig& config = {});
   ~StreamEndpoint();
   StreamEndpoint(const StreamEndpoint&) = delete;
   StreamEndpoint& operator=(const StreamEndpoint&) = delete;
 
+  // The core endpoint underneath (do not poll it directly), the endpoint's counters, and the
+  // largest segment payload (the path MTU less the 20-byte header).
   core::Endpoint& net() noexcept { return *net_; }
   const StreamEndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t mss() const noexcept { return mss_; }
 
+  // Peers: UD channels, set up like core's (throw on failure).
   core::ChannelOffer offer_peer() { return net_->offer_channel(); }
   ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
     return net_->accept_offer(offer, peer_half);
   }
 
   // --- connections (data path: Status, no allocation) ---
+  // Accepts connections to `port` from then on: kInvalidState when listening there already,
+  // kInvalidArgument for port 0, kNoResource past max_listeners.
   Status listen(std::uint16_t port) noexcept;
   // An established connection from `port`'s backlog; kNoResource when none waits.
   Status accept(std::uint16_t port, ConnId& out) noexcept;
@@ -130,6 +142,7 @@ class StreamEndpoint {
   // Reset now (RST to the peer); the id is invalid afterwards.
   Status abort(ConnId c) noexcept;
 
+  // The connection's state now; kNotFound for an invalid id.
   Status state(ConnId c, StreamState& out) const noexcept;
   // Counters and control state (RTT, RTO, cwnd...), a snapshot taken now; empty for an invalid id.
   std::optional<StreamStats> stats(ConnId c) const noexcept;

@@ -1,5 +1,6 @@
-// The stream connection state machine, after RFC 793's diagram: a pure function from (state,
-// event) to (next state, actions), so every transition is unit-tested without a device.
+// transition(): the stream connection state machine, after RFC 793's diagram: a pure function
+// from (state, event) to (next state, actions), so every transition is unit-tested without a
+// device.
 //
 // Events are what the connection saw (an application call, a segment already validated against
 // the connection's sequence space, a timer); actions are what it must do now. An event that the
@@ -14,6 +15,7 @@
 
 namespace unet::ulp {
 
+// RFC 793's states.
 enum class StreamState : std::uint8_t {
   kClosed,
   kListen,
@@ -27,8 +29,10 @@ enum class StreamState : std::uint8_t {
   kCloseWait,  // the peer closed; we may still send
   kLastAck,    // the peer closed, then we did; our FIN not yet acknowledged
 };
+// The state's name, for logs and test messages.
 std::string_view to_string(StreamState s) noexcept;
 
+// What a connection can see happen.
 enum class StreamEvent : std::uint8_t {
   kConnect,       // application: active open
   kListen,        // application: passive open
@@ -42,8 +46,10 @@ enum class StreamEvent : std::uint8_t {
   kAbort,         // application: drop the connection now
   kTimeout,       // connect, retransmission or dead-peer limit reached, or TIME_WAIT over
 };
+// The event's name, for logs and test messages.
 std::string_view to_string(StreamEvent e) noexcept;
 
+// What a transition asks the connection to do (bits, or-ed into Transition::actions).
 enum StreamAction : std::uint8_t {
   kActSendSyn = 1 << 0,
   kActSendSynAck = 1 << 1,
@@ -55,6 +61,8 @@ enum StreamAction : std::uint8_t {
   kActFailed = 1 << 7,      // the connection is gone: fail pending calls with Transition::error
 };
 
+// The outcome of one event: the next state, the actions, and the error to report with
+// kActFailed.
 struct Transition {
   StreamState next = StreamState::kClosed;
   std::uint8_t actions = 0;

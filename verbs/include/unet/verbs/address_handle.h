@@ -23,13 +23,16 @@ struct RemotePort {
 // Fills an ibv_ah_attr for `remote` (also used for RC/UC path set-up at RTR).
 ibv_ah_attr make_ah_attr(const RemotePort& remote) noexcept;
 
+// Owner of an ibv_ah: the address a UD send names. Holds its PD alive.
 class AddressHandle {
  public:
+  // Creates the AH for `remote`. Throws Error naming the destination GID on failure.
   AddressHandle(std::shared_ptr<ProtectionDomain> pd, const RemotePort& remote);
   ~AddressHandle();
   AddressHandle(const AddressHandle&) = delete;
   AddressHandle& operator=(const AddressHandle&) = delete;
 
+  // The provider's object, for calls this layer does not wrap (it stays owned here).
   ibv_ah* native() const noexcept { return ah_; }
 
  private:

@@ -15,13 +15,17 @@ namespace unet::verbs {
 
 class CompletionQueue;
 
+// Owner of an ibv_comp_channel (non-blocking). Holds its Context alive.
 class CompletionChannel {
  public:
+  // Creates the channel. Throws Error on failure.
   explicit CompletionChannel(std::shared_ptr<Context> ctx);
   ~CompletionChannel();
   CompletionChannel(const CompletionChannel&) = delete;
   CompletionChannel& operator=(const CompletionChannel&) = delete;
 
+  // The provider's object, for calls this layer does not wrap (it stays owned here).
+  // fd() is the descriptor to add to epoll/select/poll.
   ibv_comp_channel* native() const noexcept { return ch_; }
   int fd() const noexcept { return ch_->fd; }
 

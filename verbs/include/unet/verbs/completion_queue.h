@@ -10,6 +10,7 @@
 
 namespace unet::verbs {
 
+// Owner of an ibv_cq. Holds its Context and channel alive.
 class CompletionQueue {
  public:
   // `cqe` is clamped to the device's max_cqe; capacity() tells what was granted.
@@ -19,6 +20,8 @@ class CompletionQueue {
   CompletionQueue(const CompletionQueue&) = delete;
   CompletionQueue& operator=(const CompletionQueue&) = delete;
 
+  // The provider's object, for calls this layer does not wrap (it stays owned here).
+  // capacity() is the number of entries granted; channel() the channel it signals (or nullptr).
   ibv_cq* native() const noexcept { return cq_; }
   std::uint32_t capacity() const noexcept { return static_cast<std::uint32_t>(cq_->cqe); }
   CompletionChannel* channel() const noexcept { return channel_.get(); }

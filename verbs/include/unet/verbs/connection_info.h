@@ -19,6 +19,7 @@
 
 namespace unet::verbs {
 
+// One side's half of an out-of-band QP set-up: what the peer needs to reach this QP.
 struct ConnectionInfo {
   std::uint16_t lid = 0;
   std::uint32_t qpn = 0;  // 24 bits
@@ -31,6 +32,7 @@ struct ConnectionInfo {
   bool operator==(const ConnectionInfo&) const = default;
 };
 
+// The line's first word (names the version), and the longest line decode() accepts.
 inline constexpr std::string_view kConnectionInfoMagic = "unet-oob/1";
 inline constexpr std::size_t kConnectionInfoMaxLine = 192;
 

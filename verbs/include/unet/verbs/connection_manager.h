@@ -1,5 +1,6 @@
-// Connection set-up through rdma_cm: CmListener (listen/accept) and cm_connect(), giving a
-// CmConnection that owns the rdma_cm_id, its event channel and its RC QP.
+// CmListener, cm_connect(), CmConnection: connection set-up through rdma_cm. CmListener
+// (listen/accept) and cm_connect() give a CmConnection that owns the rdma_cm_id, its event
+// channel and its RC QP.
 //
 // The QP is created by librdmacm on the caller's PD and CQs (the PD's Context must be the device
 // the address resolves to; Context::open() shares librdmacm's contexts, so it is). librdmacm moves
@@ -20,6 +21,7 @@
 
 namespace unet::verbs {
 
+// Timeouts and the RC parameters rdma_cm negotiates for a connection.
 struct CmParams {
   std::chrono::milliseconds timeout{5000};  // per step (resolve, connect, accept, disconnect)
   std::uint8_t responder_resources = 1;
@@ -28,12 +30,15 @@ struct CmParams {
   std::uint8_t rnr_retry_count = 7;
 };
 
+// One RC connection made through rdma_cm: owns the cm id, its event channel and its QP.
 class CmConnection {
  public:
   ~CmConnection();
   CmConnection(const CmConnection&) = delete;
   CmConnection& operator=(const CmConnection&) = delete;
 
+  // The connection's QP (post on it as on any QP), the rdma_cm id, and whether the connection
+  // is established and not yet disconnected.
   QueuePair& qp() noexcept { return *qp_; }
   rdma_cm_id* native() const noexcept { return id_; }
   bool connected() const noexcept { return connected_; }
@@ -61,6 +66,7 @@ class CmConnection {
   bool connected_ = false;
 };
 
+// A listening rdma_cm id: accepts RC connections on one address and port.
 class CmListener {
  public:
   // Binds to host:port (port 0 = pick one, see port()) and listens.
@@ -69,6 +75,7 @@ class CmListener {
   CmListener(const CmListener&) = delete;
   CmListener& operator=(const CmListener&) = delete;
 
+  // The port it listens on (the one picked when port 0 was asked for).
   std::uint16_t port() const noexcept;
   // Waits for a connect request, creates its QP on `pd` with `config`, accepts it and waits for
   // the connection to be established.

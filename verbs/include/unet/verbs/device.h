@@ -1,4 +1,5 @@
-// Device discovery and the device Context: open a device by name, query its limits and ports.
+// device_names(), Context: device discovery, and the device Context: open a device by name,
+// query its limits and ports.
 //
 // Ownership: every object made on a device (PD, CQ, QP, ...) holds a std::shared_ptr to its parent,
 // so a parent is never destroyed before its children, whatever order the caller drops them in.
@@ -22,8 +23,10 @@ namespace unet::verbs {
 // Names of the RDMA devices present ("rxe0", "mlx5_0"); empty when there are none.
 std::vector<std::string> device_names();
 
+// What a port runs on: InfiniBand or Ethernet (RoCE).
 enum class LinkLayer : std::uint8_t { kInfiniBand, kEthernet, kUnknown };
 
+// A port's state as ibv_query_port reports it.
 struct PortInfo {
   std::uint8_t port = 1;
   bool active = false;
@@ -50,6 +53,7 @@ struct DeviceLimits {
   bool mw_type2 = false;  // memory windows of type 2 (bound by a posted WR to one QP)
 };
 
+// An open device (ibv_context): its limits and ports. Shared by everything made on it.
 class Context : public std::enable_shared_from_this<Context> {
  public:
   // Opens the device called `name`, or the first device when `name` is empty.
@@ -60,6 +64,8 @@ class Context : public std::enable_shared_from_this<Context> {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  // The device's name ("rxe0"), the provider's object (for calls this layer does not wrap),
+  // and the limits read at open.
   const std::string& name() const noexcept { return name_; }
   ibv_context* native() const noexcept { return ctx_; }
   const DeviceLimits& limits() const noexcept { return limits_; }
@@ -78,6 +84,7 @@ class Context : public std::enable_shared_from_this<Context> {
   struct Private {};
 
  public:
+  // Used by open() only (Private cannot be named outside).
   Context(Private, ibv_context* ctx, bool owned, ibv_context** cm_list, std::string name);
 
  private:

@@ -11,11 +11,13 @@
 
 namespace unet::verbs {
 
+// The set-up exception: what() is "call(object)", then ": detail" and ": errno text" when given.
 class Error : public std::runtime_error {
  public:
   // `err` is an errno value (0 when the failure is not an errno, e.g. a bad argument).
   Error(std::string_view call, std::string_view object, int err, std::string_view detail = {});
 
+  // The failing call and the object it was made on, as given.
   const std::string& call() const noexcept { return call_; }
   const std::string& object() const noexcept { return object_; }
   int error_number() const noexcept { return err_; }  // errno, or 0

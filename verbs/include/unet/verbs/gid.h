@@ -15,9 +15,11 @@ namespace unet::verbs {
 
 class Context;
 
+// A GID, its 16 bytes in wire (network) order.
 struct Gid {
   std::array<std::uint8_t, 16> raw{};
 
+  // All 16 bytes zero (an empty GID table slot).
   bool is_zero() const noexcept;
   bool is_ipv4_mapped() const noexcept;  // ::ffff:a.b.c.d
   bool operator==(const Gid&) const = default;
@@ -31,8 +33,10 @@ struct Gid {
   std::string to_string() const;
 };
 
+// A GID table entry's type: IB, RoCE v1, or RoCE v2.
 enum class GidType : std::uint8_t { kIb, kRoceV1, kRoceV2 };
 
+// One entry of a port's GID table: the GID, its index and its type.
 struct GidEntry {
   Gid gid;
   std::uint32_t index = 0;

@@ -18,6 +18,7 @@ struct RemoteKey {
   bool operator==(const RemoteKey&) const = default;
 };
 
+// Owner of an ibv_mr: a registered, pinned range. Holds its PD alive.
 class MemoryRegion {
  public:
   // Registers [addr, addr+length) with `access` (IBV_ACCESS_* flags). Throws Error on failure
@@ -27,6 +28,8 @@ class MemoryRegion {
   MemoryRegion(const MemoryRegion&) = delete;
   MemoryRegion& operator=(const MemoryRegion&) = delete;
 
+  // The provider's object, for calls this layer does not wrap (it stays owned here).
+  // Then the region's keys, extent and access flags, and its RemoteKey for a peer.
   ibv_mr* native() const noexcept { return mr_; }
   std::uint32_t lkey() const noexcept { return mr_->lkey; }
   std::uint32_t rkey() const noexcept { return mr_->rkey; }

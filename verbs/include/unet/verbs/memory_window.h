@@ -13,15 +13,21 @@
 
 namespace unet::verbs {
 
+// Type 1 (bound with ibv_bind_mw) or type 2 (bound by a WR on one QP).
 enum class MemoryWindowType : std::uint8_t { kType1 = 1, kType2 = 2 };
 
+// Owner of an ibv_mw. Holds its PD alive.
 class MemoryWindow {
  public:
+  // Allocates an unbound window of `type`. Throws Error on failure (e.g. when the device lacks
+  // that type).
   MemoryWindow(std::shared_ptr<ProtectionDomain> pd, MemoryWindowType type);
   ~MemoryWindow();
   MemoryWindow(const MemoryWindow&) = delete;
   MemoryWindow& operator=(const MemoryWindow&) = delete;
 
+  // The provider's object, for calls this layer does not wrap (it stays owned here).
+  // And the window's type.
   ibv_mw* native() const noexcept { return mw_; }
   MemoryWindowType type() const noexcept { return type_; }
   // The rkey a peer uses once the last bind completes (0 before any bind).

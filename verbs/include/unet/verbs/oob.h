@@ -1,6 +1,6 @@
-// Out-of-band TCP set-up: the classic way (perftest, ibv_*_pingpong) two processes swap QP
-// attributes before any RDMA traffic. Every operation takes a timeout and throws Error on failure
-// or timeout (ETIMEDOUT): it is set-up, not data path.
+// OobSocket, OobListener: out-of-band TCP set-up, the classic way (perftest, ibv_*_pingpong) two
+// processes swap QP attributes before any RDMA traffic. Every operation takes a timeout and
+// throws Error on failure or timeout (ETIMEDOUT): it is set-up, not data path.
 //
 // Exchange protocol: the client writes its ConnectionInfo line first, the server reads it and
 // answers with its own (rdma-core's pingpong order).
@@ -16,18 +16,22 @@
 
 namespace unet::verbs {
 
+// The unit of every timeout here.
 using Millis = std::chrono::milliseconds;
 
+// A connected TCP socket with timed, whole-message reads and writes. Movable, not copyable.
 class OobSocket {
  public:
   // Connects to host:port, retrying while the server is not listening yet, for up to `timeout`.
   static OobSocket connect(std::string_view host, std::uint16_t port, Millis timeout);
 
+  // Adopts a connected socket `fd` (closed on destruction).
   explicit OobSocket(int fd) noexcept : fd_(fd) {}
   OobSocket(OobSocket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   OobSocket& operator=(OobSocket&& o) noexcept;
   ~OobSocket();
 
+  // The socket's descriptor. send_all() writes all of `data` within `timeout`, or throws.
   int fd() const noexcept { return fd_; }
   void send_all(std::string_view data, Millis timeout);
   // Reads exactly out.size() bytes.
@@ -39,6 +43,7 @@ class OobSocket {
   int fd_ = -1;
 };
 
+// A listening TCP socket for the server side of the exchange.
 class OobListener {
  public:
   // Listens on `host` ("" = all addresses) and `port` (0 = pick a free one; see port()).
@@ -47,6 +52,7 @@ class OobListener {
   OobListener(const OobListener&) = delete;
   OobListener& operator=(const OobListener&) = delete;
 
+  // The port it listens on. accept() waits up to `timeout` for one client, or throws.
   std::uint16_t port() const noexcept { return port_; }
   OobSocket accept(Millis timeout);
 

@@ -19,7 +19,9 @@
 
 namespace unet::verbs {
 
+// The transport: reliable connected, unreliable connected, unreliable datagram.
 enum class QpType : std::uint8_t { kRc, kUc, kUd };
+// The states this wrapper moves a QP through (the ones it caches).
 enum class QpState : std::uint8_t { kReset, kInit, kRtr, kRts, kError };
 
 // A UD receive buffer starts with the 40-byte GRH; the payload follows it, and the completion's
@@ -29,6 +31,7 @@ inline constexpr std::uint32_t kDefaultQkey = 0x11111111;
 inline constexpr int kDefaultAccess =
     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
+// How to create a QP: its type, CQs, optional SRQ and queue sizes.
 struct QpConfig {
   QpType type = QpType::kRc;
   std::shared_ptr<CompletionQueue> send_cq;
@@ -70,8 +73,10 @@ struct PathParams {
   std::uint8_t max_dest_rd_atomic = 1;  // idem
 };
 
+// Owner of an ibv_qp (see the top of this file). Holds its PD, CQs and SRQ alive.
 class QueuePair {
  public:
+  // Creates the QP in RESET with `config` (sizes clamped to the device). Throws Error on failure.
   QueuePair(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config);
   ~QueuePair();
   QueuePair(const QueuePair&) = delete;
@@ -85,6 +90,8 @@ class QueuePair {
   };
   QueuePair(Adopt, std::shared_ptr<ProtectionDomain> pd, const QpConfig& config, ibv_qp* qp);
 
+  // The provider's object, for calls this layer does not wrap (it stays owned here).
+  // Then its number, type, cached state, granted capacities and PD.
   ibv_qp* native() const noexcept { return qp_; }
   std::uint32_t qp_num() const noexcept { return qp_->qp_num; }
   QpType type() const noexcept { return type_; }

@@ -10,6 +10,7 @@
 
 namespace unet::verbs {
 
+// Owner of an ibv_srq. Holds its PD alive.
 class SharedReceiveQueue {
  public:
   // `max_wr` and `max_sge` are clamped to the device's max_srq_wr / max_srq_sge.
@@ -19,6 +20,8 @@ class SharedReceiveQueue {
   SharedReceiveQueue(const SharedReceiveQueue&) = delete;
   SharedReceiveQueue& operator=(const SharedReceiveQueue&) = delete;
 
+  // The provider's object, for calls this layer does not wrap (it stays owned here).
+  // And the sizes granted.
   ibv_srq* native() const noexcept { return srq_; }
   std::uint32_t max_wr() const noexcept { return max_wr_; }
   std::uint32_t max_sge() const noexcept { return max_sge_; }

@@ -12,8 +12,10 @@
 
 namespace unet::verbs {
 
+// One completion, as the provider fills it (ibv_wc).
 using WorkCompletion = ibv_wc;
 
+// The named Status for a completion status: one value each, kDeviceError for any other.
 constexpr Status to_status(ibv_wc_status s) noexcept {
   switch (s) {
     case IBV_WC_SUCCESS: return Status::kOk;
@@ -34,6 +36,7 @@ constexpr Status to_status(ibv_wc_status s) noexcept {
   }
 }
 
+// The Status of one completion.
 inline Status status_of(const WorkCompletion& wc) noexcept { return to_status(wc.status); }
 
 // Translates an errno returned by a provider's post call. ENOMEM is the provider's "queue full".

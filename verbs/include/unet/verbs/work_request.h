@@ -14,10 +14,13 @@
 
 namespace unet::verbs {
 
+// A receive WR with its one SGE.
 struct RecvRequest {
   ibv_sge sge;
   ibv_recv_wr wr;
 
+  // Receive into [addr, addr+length) of the region with `lkey`; `wr_id` comes back in the
+  // completion.
   RecvRequest(const void* addr, std::uint32_t length, std::uint32_t lkey,
               std::uint64_t wr_id = 0) noexcept
       : sge{reinterpret_cast<std::uint64_t>(addr), length, lkey}, wr{} {
@@ -29,6 +32,7 @@ struct RecvRequest {
   RecvRequest& operator=(const RecvRequest&) = delete;
 };
 
+// A send WR (SEND, RDMA WRITE/READ, ...) with its one SGE.
 struct SendRequest {
   ibv_sge sge;
   ibv_send_wr wr;
