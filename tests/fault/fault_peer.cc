@@ -73,7 +73,7 @@ int serve_core() {
 }
 
 int serve_uam(core::Transport t) {
-  uam::Endpoint ep(uam_peer_config(t));
+  uam::Endpoint ep(uam_config(t));
   if (ep.on_request(kEcho, [&](uam::Token& tok, const uam::Message& m) {
         (void)ep.reply(tok, kEchoReply, m.args, {});
         return uam::Disposition::kDone;

@@ -182,7 +182,7 @@ TEST(PeerDeath, CoreRcOutstandingWritesFailInBoundAndAHealthyPairKeepsWorking) {
 // the same transport keeps answering.
 void uam_peer_death(core::Transport t, const char* mode) {
   Peer peer(mode);
-  const core::EndpointConfig cfg = uam_peer_config(t);
+  const core::EndpointConfig cfg = uam_config(t);
   uam::Endpoint survivor(cfg), ha(cfg), hb(cfg);
   const ChannelId ch = peer.join([&] { return survivor.offer_channel(); },
                                  [&](const core::ChannelOffer& o, const std::string& t2) {

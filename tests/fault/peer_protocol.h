@@ -15,14 +15,6 @@ inline constexpr uam::HandlerId kEcho = 1, kEchoReply = 2;
 inline constexpr std::uint16_t kStreamPort = 7;
 inline constexpr std::size_t kWindowBytes = 1 << 20;
 
-// A uam endpoint with room for two channels (the doomed one and, in the test, a healthy one).
-inline core::EndpointConfig uam_peer_config(core::Transport t) {
-  core::EndpointConfig c = endpoint_config(t, 256);
-  c.free_queue_depth = 64;
-  c.send_queue_depth = 128;
-  return c;
-}
-
 // A dead peer is declared after one second of silence.
 inline ulp::StreamConfig stream_peer_config() {
   ulp::StreamConfig s;

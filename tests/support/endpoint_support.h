@@ -34,6 +34,15 @@ inline core::EndpointConfig ud_config() {
   return c;
 }
 
+// An endpoint for a uam::Endpoint: 256 buffers, 64 on the free queue (the credit budget of a few
+// channels), a send queue of 128 (above uam's reply reserve).
+inline core::EndpointConfig uam_config(core::Transport t) {
+  core::EndpointConfig c = endpoint_config(t, 256);
+  c.free_queue_depth = 64;
+  c.send_queue_depth = 128;
+  return c;
+}
+
 // Opens a channel between two endpoints of this process (the out-of-band halves swapped directly).
 inline std::pair<core::ChannelId, core::ChannelId> connect_endpoints(core::Endpoint& a, core::Endpoint& b) {
   core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();

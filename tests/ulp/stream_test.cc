@@ -3,9 +3,11 @@
 // peer detected in time with another connection unaffected, bad input.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "device_env.h"
@@ -85,6 +87,34 @@ void transfer(Pair& p, StreamEndpoint& from, ConnId cf, StreamEndpoint& to, Conn
   }, 60s)) << "moved " << got << " of " << total;
   EXPECT_EQ(got, total);
   EXPECT_EQ(bad, 0u);
+}
+
+// accept() with a timeout: kTimeout when nobody connects (after about the timeout), kNotFound
+// without a listener, and the connection when a peer, served by another thread, connects.
+TEST(Stream, AcceptWaitsForAConnectionUpToItsTimeout) {
+  UNET_REQUIRE_DEVICE();
+  Pair p;
+  ConnId cb = kNoConn, ca = kNoConn;
+  EXPECT_EQ(p.b->accept(80, cb, 10ms), Status::kNotFound);
+  ASSERT_EQ(p.b->listen(80), Status::kOk);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(p.b->accept(80, cb, 100ms), Status::kTimeout);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 100ms);
+  EXPECT_LT(waited, 2s);
+  EXPECT_EQ(cb, kNoConn);  // untouched
+  std::atomic<bool> stop{false};
+  std::thread peer([&] {  // a's own thread: it connects and keeps its endpoint polled
+    if (p.a->connect(p.ab, 80, ca) != Status::kOk) return;
+    while (!stop) (void)p.a->poll();
+  });
+  const Status s = p.b->accept(80, cb, 10s);
+  stop = true;
+  peer.join();
+  ASSERT_EQ(s, Status::kOk);
+  StreamState st;
+  ASSERT_EQ(p.b->state(cb, st), Status::kOk);
+  EXPECT_EQ(st, StreamState::kEstablished);
 }
 
 TEST(Stream, HandshakeBytesBothWaysAndOrderlyClose) {

@@ -116,6 +116,18 @@ Status StreamEndpoint::accept(std::uint16_t port, ConnId& out) noexcept {
   return Status::kNotFound;
 }
 
+Status StreamEndpoint::accept(std::uint16_t port, ConnId& out,
+                              std::chrono::milliseconds timeout) noexcept {
+  Status s = Status::kNoResource;
+  const Status w = core::wait_until(
+      *net_, timeout, [this] { return poll(); },
+      [&] {
+        s = accept(port, out);
+        return s != Status::kNoResource;
+      });
+  return w == Status::kOk ? s : w;
+}
+
 Status StreamEndpoint::connect(ChannelId peer, std::uint16_t port, ConnId& out) noexcept {
   if (Status s = net_->channel_status(peer); s != Status::kOk) return s;
   if (port == 0) return Status::kInvalidArgument;

@@ -123,6 +123,9 @@ class StreamEndpoint {
   Status listen(std::uint16_t port) noexcept;
   // An established connection from `port`'s backlog; kNoResource when none waits.
   Status accept(std::uint16_t port, ConnId& out) noexcept;
+  // The same, waiting up to `timeout` for a connection to come in (doing the progress work):
+  // kTimeout when none did. kNotFound when nothing listens on `port`.
+  Status accept(std::uint16_t port, ConnId& out, std::chrono::milliseconds timeout) noexcept;
   // Starts an active open to `port` at `peer`; the connection is usable once state() is
   // kEstablished (wait(conn, ...)). kNoResource when no connection is free.
   Status connect(ChannelId peer, std::uint16_t port, ConnId& out) noexcept;
