@@ -11,6 +11,9 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "UNET_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++")
 endif()
 
+# Builds every fuzzer and only what they link (ci/test.sh builds this target, not `all`).
+add_custom_target(unet_fuzzers)
+
 function(unet_add_fuzzer name fuzzer)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "SOURCES;INCLUDES;LINK")
   if(NOT arg_SOURCES)
@@ -25,6 +28,7 @@ function(unet_add_fuzzer name fuzzer)
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_libraries(${name} PRIVATE ${arg_LINK} unet_build_options)
+  add_dependencies(unet_fuzzers ${name})
   add_test(NAME fuzz.${name}
     COMMAND ${PROJECT_SOURCE_DIR}/cmake/run_fuzzer.sh $<TARGET_FILE:${name}>
             ${CMAKE_CURRENT_SOURCE_DIR}/corpus/${name} ${CMAKE_BINARY_DIR}/fuzz/${name})
