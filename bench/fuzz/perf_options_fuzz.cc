@@ -31,10 +31,16 @@ std::string pick(FuzzedDataProvider& in, std::initializer_list<const char* const
   return in.ConsumeRandomLengthString(64);
 }
 
-// A value close to [lo, hi] most of the time, any 64-bit value otherwise.
+// A bound of [lo, hi] or its neighbour outside, a value close to the range, or any 64-bit value.
 std::int64_t number(FuzzedDataProvider& in, std::int64_t lo, std::int64_t hi) {
-  if (in.ConsumeBool()) return in.ConsumeIntegral<std::int64_t>();
-  return in.ConsumeIntegralInRange<std::int64_t>(lo - 2, hi + 2);
+  switch (in.ConsumeIntegralInRange(0, 3)) {
+    case 0:
+      return in.ConsumeIntegral<std::int64_t>();
+    case 1:
+      return in.PickValueInArray({lo - 1, lo, hi, hi + 1});
+    default:
+      return in.ConsumeIntegralInRange<std::int64_t>(lo - 2, hi + 2);
+  }
 }
 
 std::optional<std::int64_t> maybe(FuzzedDataProvider& in, std::int64_t lo, std::int64_t hi) {
