@@ -13,6 +13,9 @@ UNET_BUILD_PACKAGES=(
 UNET_PACKAGING_PACKAGES=(dpkg-dev file)
 # The tools users compare unet with, and the ones the device tests drive.
 UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2)
+# The fuzz tier (ci/test.sh): clang, and libFuzzer with its sanitizer runtimes and
+# <fuzzer/FuzzedDataProvider.h> (libclang-rt-dev; on bookworm it pulls libclang-rt-14-dev).
+UNET_FUZZ_PACKAGES=(clang libclang-rt-dev)
 # bench/compare's other peers (ucx_perftest, sockperf; rstream is in rdmacm-utils), its plots,
 # and callgrind for the instruction counts in bench/.
 UNET_COMPARE_PACKAGES=(ucx-utils sockperf python3 python3-matplotlib valgrind)
@@ -40,7 +43,7 @@ ensure_packages() {
 
 ensure_unet_deps() {
   ensure_packages "${UNET_BUILD_PACKAGES[@]}" "${UNET_PACKAGING_PACKAGES[@]}" \
-    "${UNET_TOOL_PACKAGES[@]}" "${UNET_COMPARE_PACKAGES[@]}"
+    "${UNET_FUZZ_PACKAGES[@]}" "${UNET_TOOL_PACKAGES[@]}" "${UNET_COMPARE_PACKAGES[@]}"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then ensure_unet_deps; fi

@@ -9,6 +9,9 @@
 # Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
 # build runs there unchanged.
+# Last, the fuzz tier: a clang build (BUILD_DIR-fuzz, UNET_FUZZ=ON) whose libFuzzer targets, one
+# per wire format, each run for UNET_FUZZ_SECONDS from their checked-in seeds (cmake/run_fuzzer.sh;
+# the corpus they grow is kept in BUILD_DIR-fuzz/fuzz/). A crash fails its test.
 #
 # Installs missing Debian packages itself. Environment:
 #   UNET_BUILD_DIR      build directory (default: build-ci; the sanitizer pass uses BUILD_DIR-san)
@@ -16,6 +19,7 @@
 #   UNET_SANITIZE_PASS  sanitizers of the second pass (default address,undefined; empty: no pass)
 #   UNET_REQUIRE_DEVICE 1 (CI): a device test that would skip fails instead
 #   UNET_FORCE_VM       1: use the VM even if this host has a device
+#   UNET_FUZZ_SECONDS   seconds each fuzz target runs (default 20; 0: no fuzz tier)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -76,6 +80,17 @@ sanitize_pass=${UNET_SANITIZE_PASS-address,undefined}
 if [ -n "$sanitize_pass" ] && [ -z "${UNET_SANITIZE:-}" ]; then
   build_tree "$build-san" "$sanitize_pass"
   run_tiers "$build-san" "san-" || status=1
+fi
+if [ "${UNET_FUZZ_SECONDS:-20}" != 0 ]; then
+  echo "== configure and build ($build-fuzz, clang, libFuzzer targets) =="
+  cmake -S . -B "$build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
+    -DCMAKE_CXX_COMPILER=clang++ -DUNET_FUZZ=ON -DUNET_BUILD_TESTS=OFF -DUNET_BUILD_BENCH=OFF \
+    -DUNET_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$build-fuzz" -j2 --target unet_fuzzers  # the targets and what they link, only
+  run_tier "$build-fuzz" fuzz host fuzz || status=1
+  # How far each target got (cmake/run_fuzzer.sh's closing line; ctest shows passing tests' output
+  # only in its log).
+  grep -h 'executions in' "$build-fuzz/Testing/Temporary/LastTest.log" || true
 fi
 
 # One closing line over every tier (ctest prints one per tier).

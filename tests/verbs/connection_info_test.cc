@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "unet/verbs/connection_info.h"
@@ -61,6 +62,8 @@ TEST(ConnectionInfo, MalformedLinesAreRefusedAndLeaveTheOutputUntouched) {
       replace("qpn=abcdef", "qpn=000000"),  // QPN 0 is never a peer
       replace("psn=123456", "psn=12 456"),
       replace("gid=0000", "gid=000"),
+      replace("ffffc6120001", "FFFFC6120001"),  // encode() writes lowercase hex, the GID too
+      replace("mtu=1024", "mtu=01024"),         // nor leading zeros: one spelling per value
       replace("mtu=1024", "mtu=1000"),
       replace("mtu=1024", "mtu=99999"),
       replace("mtu=1024", "mtu="),
@@ -76,6 +79,33 @@ TEST(ConnectionInfo, MalformedLinesAreRefusedAndLeaveTheOutputUntouched) {
     out.lid = 0x7777;
     EXPECT_EQ(decode(line, out), Status::kInvalidArgument) << "accepted: " << line;
     EXPECT_EQ(out.lid, 0x7777) << "output changed by a refused line: " << line;
+  }
+}
+
+// Found by verbs/fuzz/connection_info_fuzz (its round-trip check): decode() took these spellings
+// of valid values, which encode() never writes: "mtu=0000" for an unset MTU, and a GID with an
+// uppercase digit. Each is refused; the line encode() writes for the same values is accepted.
+TEST(ConnectionInfo, FuzzRegressionOnlyEncodesSpellingIsAccepted) {
+  const struct {
+    const char* line;
+    const char* from;
+    const char* to;
+  } cases[] = {
+      {"unet-oob/1 lid=0000 qpn=000011 psn=000000 gid=fe800000000000000000000000000001 "
+       "mtu=0000 qkey=00000000 addr=0000000000000000 rkey=00000000 len=0000000000000000",
+       "mtu=0000", "mtu=0"},
+      {"unet-oob/1 lid=1234 qpn=abcdef psn=123456 gid=00000000000000000000Ffffc6120001 "
+       "mtu=1024 qkey=11111111 addr=00007f0000001000 rkey=deadbeef len=0000000000100000\n",
+       "Ffff", "ffff"},
+  };
+  for (const auto& c : cases) {
+    ConnectionInfo out;
+    EXPECT_EQ(decode(c.line, out), Status::kInvalidArgument) << c.line;
+    std::string canonical = c.line;
+    canonical.replace(canonical.find(c.from), std::string_view(c.from).size(), c.to);
+    ASSERT_EQ(decode(canonical, out), Status::kOk) << canonical;
+    if (canonical.back() != '\n') canonical += '\n';
+    EXPECT_EQ(encode(out), canonical);
   }
 }
 

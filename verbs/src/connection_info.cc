@@ -7,7 +7,13 @@
 namespace unet::verbs {
 namespace {
 
-// A cursor over one line that accepts exactly the expected text and fixed-width fields.
+// A lowercase hex digit's value, else -1.
+int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// A cursor over one line that accepts exactly the expected text and fixed-width fields: the line
+// encode() writes, and no other spelling of the same values.
 class Reader {
  public:
   explicit Reader(std::string_view s) : s_(s) {}
@@ -17,13 +23,12 @@ class Reader {
     s_.remove_prefix(lit.size());
     return true;
   }
-  // Exactly `width` hex digits into `out`.
+  // Exactly `width` lowercase hex digits (as encode() writes them) into `out`.
   bool hex(std::size_t width, std::uint64_t& out) {
     if (s_.size() < width) return false;
     std::uint64_t v = 0;
     for (std::size_t i = 0; i < width; ++i) {
-      char c = s_[i];
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      int d = hex_digit(s_[i]);
       if (d < 0) return false;
       v = v << 4 | static_cast<std::uint64_t>(d);
     }
@@ -31,18 +36,22 @@ class Reader {
     out = v;
     return true;
   }
-  // 1 to 5 decimal digits.
+  // 1 to 5 decimal digits, no leading zero (as encode() writes them).
   bool dec(std::uint64_t& out) {
     std::size_t i = 0;
     std::uint64_t v = 0;
     while (i < s_.size() && i < 5 && s_[i] >= '0' && s_[i] <= '9') v = v * 10 + static_cast<std::uint64_t>(s_[i++] - '0');
     if (i == 0 || (i < s_.size() && s_[i] >= '0' && s_[i] <= '9')) return false;
+    if (i > 1 && s_[0] == '0') return false;
     s_.remove_prefix(i);
     out = v;
     return true;
   }
+  // 32 lowercase hex digits (Gid::from_hex() alone would take uppercase too).
   bool gid(Gid& out) {
     if (s_.size() < 32) return false;
+    for (std::size_t i = 0; i < 32; ++i)
+      if (hex_digit(s_[i]) < 0) return false;
     auto g = Gid::from_hex(s_.substr(0, 32));
     if (!g) return false;
     s_.remove_prefix(32);

@@ -5,7 +5,8 @@
 //              addr=<16 hex> rkey=RRRRRRRR len=<16 hex>\n            (one line, single spaces)
 // `addr/rkey/len` name a memory window the peer may RDMA into or from (all zero when none).
 // decode() validates every field and refuses anything else, so a garbled or hostile peer cannot
-// produce a half-filled ConnectionInfo.
+// produce a half-filled ConnectionInfo; it accepts only the spelling encode() writes (lowercase
+// hex, no leading zeros in mtu), which verbs/fuzz/connection_info_fuzz checks.
 #pragma once
 
 #include <cstddef>
