@@ -15,8 +15,18 @@ head -c 300000 /dev/urandom >"$dir/down"
 port=$((20000 + $$ % 20000))
 timeout 120 "$CAT" -l $port <"$dir/down" >"$dir/up.got" 2>"$dir/srv.err" &
 srv=$!
-timeout 120 "$CAT" 127.0.0.1 $port <"$dir/up" >"$dir/down.got" 2>"$dir/cli.err" || { cat "$dir/cli.err"; exit 1; }
-wait $srv || { cat "$dir/srv.err"; exit 1; }
+crc=0 src=0
+timeout 120 "$CAT" 127.0.0.1 $port <"$dir/up" >"$dir/down.got" 2>"$dir/cli.err" || crc=$?
+wait $srv || src=$?
+# Both sides' exit statuses (above 128: killed by signal N-128; 124: timed out) and their stderr,
+# so that a failure says which side failed and how, even when it died without a word.
+echo "port $port: client exit $crc, server exit $src"
+if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+  echo "client stderr:"; cat "$dir/cli.err"
+  echo "server stderr:"; cat "$dir/srv.err"
+  echo "bytes received: server $(wc -c <"$dir/up.got") of 6291456, client $(wc -c <"$dir/down.got") of 300000"
+  exit 1
+fi
 a=$(sha256sum <"$dir/up"); b=$(sha256sum <"$dir/up.got")
 c=$(sha256sum <"$dir/down"); d=$(sha256sum <"$dir/down.got")
 echo "client->server $a / $b"
