@@ -4,13 +4,15 @@
 // endpoint's completion channel — in slices of at most `slice`, so the layer's timers (acks,
 // resends, keepalives) still run while nothing arrives — until the condition holds or `timeout`
 // passes. Returns kOk, kTimeout, kDeviceError when progress reports a failure (a negative
-// count), or the endpoint's wait error.
+// count), or the endpoint's wait error. The deadline is kept on steady_clock, the clock a caller
+// measures with, not on the layers' calibrated CycleClock: a blocking wait is off the data path,
+// and a calibration error must not end a wait early (the VM's TSan run saw a 100 ms accept()
+// time out after 88 ms).
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 
-#include "unet/core/cycle_clock.h"
 #include "unet/core/endpoint.h"
 
 namespace unet::core {
@@ -21,12 +23,12 @@ template <class Progress, class Done>
 [[nodiscard]] Status wait_until(
     Endpoint& net, std::chrono::milliseconds timeout, Progress&& progress, Done&& done,
     std::chrono::milliseconds slice = std::chrono::milliseconds(1)) noexcept {
-  const CycleClock& clock = CycleClock::process();
-  const std::chrono::nanoseconds deadline = clock.to_ns(CycleClock::now()) + timeout;
+  using Clock = std::chrono::steady_clock;  // the caller's clock: kTimeout means `timeout` passed
+  const Clock::time_point deadline = Clock::now() + timeout;
   for (;;) {
     if (progress() < 0) return Status::kDeviceError;
     if (done()) return Status::kOk;
-    const std::chrono::nanoseconds t = clock.to_ns(CycleClock::now());
+    const Clock::time_point t = Clock::now();
     if (t >= deadline) return Status::kTimeout;
     const auto nap = std::min(slice, std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
     if (Status s = net.wait(nap); s != Status::kOk && s != Status::kTimeout) return s;
