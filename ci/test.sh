@@ -9,6 +9,9 @@
 # Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
 # build runs there unchanged.
+# Then a ThreadSanitizer pass (BUILD_DIR-tsan): only the executables labelled `tsan` (the ones
+# whose code or tests run threads) are built; their unit tests run here, their device tests
+# where the device tier runs. A report fails its test (halt_on_error).
 # Last, the fuzz tier: a clang build (BUILD_DIR-fuzz, UNET_FUZZ=ON) whose libFuzzer targets, one
 # per wire format, each run for UNET_FUZZ_SECONDS from their checked-in seeds (cmake/run_fuzzer.sh;
 # the corpus they grow is kept in BUILD_DIR-fuzz/fuzz/). A crash fails its test.
@@ -17,6 +20,7 @@
 #   UNET_BUILD_DIR      build directory (default: build-ci; the sanitizer pass uses BUILD_DIR-san)
 #   UNET_SANITIZE       sanitizers of the main build (default none)
 #   UNET_SANITIZE_PASS  sanitizers of the second pass (default address,undefined; empty: no pass)
+#   UNET_TSAN_PASS      0: no ThreadSanitizer pass (default 1)
 #   UNET_REQUIRE_DEVICE 1 (CI): a device test that would skip fails instead
 #   UNET_FORCE_VM       1: use the VM even if this host has a device
 #   UNET_FUZZ_SECONDS   seconds each fuzz target runs (default 20; 0: no fuzz tier)
@@ -31,25 +35,29 @@ logdir="$build/test-logs"
 
 ensure_unet_deps
 
-# Configures and builds one tree: build_tree DIR [SANITIZERS].
+# Configures and builds one tree: build_tree DIR [SANITIZERS [TARGET...]] (every target if none).
 build_tree() {
-  echo "== configure and build ($1${2:+, sanitizers $2}) =="
-  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
-    -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=ON ${2:+-DUNET_SANITIZE=$2} >/dev/null
-  cmake --build "$1" -j2
+  local dir=$1 san=${2:-}
+  shift $(($# < 2 ? $# : 2))
+  echo "== configure and build ($dir${san:+, sanitizers $san}${1:+, targets $*}) =="
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
+    -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=ON ${san:+-DUNET_SANITIZE=$san} >/dev/null
+  cmake --build "$dir" -j2 ${1:+--target "$@"}
 }
 
 # Runs one ctest tier of one tree, here or in the VM, keeping its output for the summary:
-# run_tier TREE LABEL WHERE LOGNAME [rxe-vm options].
+# run_tier TREE LABEL WHERE LOGNAME [rxe-vm options]. LABEL may be A+B: tests with both labels.
 run_tier() {
-  local tree=$1 label=$2 where=$3 log="$logdir/$4.log" rc=0
+  local tree=$1 label=$2 where=$3 log="$logdir/$4.log" rc=0 l
   shift 4
-  if [ -z "$(ctest --test-dir "$tree" -N -L "^$label\$" | grep -E '^ *Test +#')" ]; then
+  local select=()
+  for l in ${label//+/ }; do select+=(-L "^$l\$"); done
+  if [ -z "$(ctest --test-dir "$tree" -N "${select[@]}" | grep -E '^ *Test +#')" ]; then
     echo "== $label: no tests with this label yet =="
     return 0
   fi
   echo "== $label tests ($tree, $where) =="
-  local cmd=(ctest --test-dir "$tree" -L "^$label\$" --output-on-failure --no-tests=error)
+  local cmd=(ctest --test-dir "$tree" "${select[@]}" --output-on-failure --no-tests=error)
   case $where in
     host) "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
     vm) ci/rxe-vm --timeout "${UNET_VM_TIMEOUT:-1500}" "$@" -- "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
@@ -80,6 +88,16 @@ sanitize_pass=${UNET_SANITIZE_PASS-address,undefined}
 if [ -n "$sanitize_pass" ] && [ -z "${UNET_SANITIZE:-}" ]; then
   build_tree "$build-san" "$sanitize_pass"
   run_tiers "$build-san" "san-" || status=1
+fi
+if [ "${UNET_TSAN_PASS:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
+  build_tree "$build-tsan" thread unet_tsan_tests  # cmake/unet_test_labels.cmake
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+  run_tier "$build-tsan" tsan+unit host tsan-unit || status=1
+  if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
+    run_tier "$build-tsan" tsan+device host tsan-device || status=1
+  else
+    run_tier "$build-tsan" tsan+device vm tsan-device || status=1
+  fi
 fi
 if [ "${UNET_FUZZ_SECONDS:-20}" != 0 ]; then
   echo "== configure and build ($build-fuzz, clang, libFuzzer targets) =="
