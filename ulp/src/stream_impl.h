@@ -58,7 +58,7 @@ struct StreamEndpoint::Conn {
   std::uint32_t dup_count = 0;  // duplicate acks in a row (limited transmit)
   bool peer_fin = false, ack_pending = false, send_full = false;
 
-  RttEstimator rtt;
+  core::RttEstimator rtt;
   NewReno cc;
   Time rto_deadline{};  // zero: the retransmission timer is off
   std::uint32_t expiries = 0;

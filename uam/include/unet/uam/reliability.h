@@ -9,7 +9,7 @@
 // the channel has failed: every outstanding message is reported failed exactly once
 // (kRetryExceeded) and every later call returns kClosed.
 //
-// The timeout adapts to the round trip as RFC 6298 says. An ack that retires messages gives a
+// The timeout adapts to the round trip as RFC 6298 says (core::RttEstimator). An ack that retires messages gives a
 // sample R when the newest message it retires was never resent (Karn: the ack of a resent message
 // cannot say which copy it answers): R = now - that message's first transmission, so it includes
 // the receiver's ack delay, which the timer must cover anyway. The first sample sets SRTT = R,
@@ -46,6 +46,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "unet/core/rtt_estimator.h"
 #include "unet/uam/sequence.h"
 #include "unet/verbs/status.h"
 
@@ -98,7 +99,7 @@ class ReliableSender {
         oldest_(config.initial_seq),
         next_(config.initial_seq),
         clean_from_(config.initial_seq),
-        rto_(config.rto_initial),
+        rtt_(core::RttConfig{config.rto_initial, config.rto_min, config.rto_max, config.granularity}),
         mask_(std::bit_ceil(config.window) - 1),
         cookies_(std::make_unique<std::uint64_t[]>(mask_ + 1)),
         sent_at_(std::make_unique<Time[]>(mask_ + 1)) {}
@@ -109,9 +110,9 @@ class ReliableSender {
   bool failed() const noexcept { return failed_; }
   Seq next_seq() const noexcept { return next_; }
   // The current timeout (backoff included), and the estimate behind it (zero before a sample).
-  Time rto() const noexcept { return rto_; }
-  Time srtt() const noexcept { return srtt_; }
-  Time rttvar() const noexcept { return rttvar_; }
+  Time rto() const noexcept { return rtt_.rto(); }
+  Time srtt() const noexcept { return rtt_.srtt(); }
+  Time rttvar() const noexcept { return rtt_.rttvar(); }
   // When on_timer() will next act; nullopt when nothing is unacked (or the channel failed).
   std::optional<Time> deadline() const noexcept {
     if (failed_ || outstanding() == 0) return std::nullopt;
@@ -123,7 +124,7 @@ class ReliableSender {
   [[nodiscard]] Status push(std::uint64_t cookie, Time now, Seq& seq) noexcept {
     if (failed_) return Status::kClosed;
     if (outstanding() >= config_.window) return Status::kNoResource;
-    if (outstanding() == 0) deadline_ = now + rto_;
+    if (outstanding() == 0) deadline_ = now + rtt_.rto();
     cookies_[next_ & mask_] = cookie;
     sent_at_[next_ & mask_] = now;
     seq = next_++;
@@ -155,18 +156,21 @@ class ReliableSender {
         stats_.retransmitted += outstanding();
         ++stats_.fast_retransmits;
         clean_from_ = next_;
-        deadline_ = now + rto_;
+        deadline_ = now + rtt_.rto();
       }
       return Status::kOk;
     }
     const Seq newest = ack - 1;
-    if (seq_before_eq(clean_from_, newest)) sample(now - sent_at_[newest & mask_]);
+    if (seq_before_eq(clean_from_, newest)) {  // never resent: a sample (RFC 6298, Karn)
+      rtt_.sample(now - sent_at_[newest & mask_]);
+      ++stats_.rtt_samples;
+    }
     for (std::int32_t i = 0; i < d; ++i, ++oldest_) retired(oldest_, cookies_[oldest_ & mask_]);
     stats_.acked += static_cast<std::uint32_t>(d);
     if (seq_before(clean_from_, oldest_)) clean_from_ = oldest_;  // keeps it within the window
     retries_ = 0;
     dup_acks_ = 0;
-    deadline_ = now + rto_;
+    deadline_ = now + rtt_.rto();
     return Status::kOk;
   }
 
@@ -188,8 +192,8 @@ class ReliableSender {
     for (Seq s = oldest_; s != next_; ++s) resend(s, cookies_[s & mask_]);
     stats_.retransmitted += outstanding();
     clean_from_ = next_;
-    rto_ = rto_ > config_.rto_max / 2 ? config_.rto_max : rto_ * 2;
-    deadline_ = now + rto_;
+    rtt_.backoff();
+    deadline_ = now + rtt_.rto();
     return Status::kOk;
   }
 
@@ -206,29 +210,11 @@ class ReliableSender {
   }
 
  private:
-  // RFC 6298's update (header comment), in integer nanoseconds; sets rto_ afresh.
-  void sample(Time r) noexcept {
-    if (r < Time::zero()) r = Time::zero();  // a clock read out of order counts as no time
-    if (r > config_.rto_max) r = config_.rto_max;  // bounds the arithmetic; the RTO is clamped there
-    if (stats_.rtt_samples++ == 0) {
-      srtt_ = r;
-      rttvar_ = r / 2;
-    } else {
-      const Time delta = srtt_ > r ? srtt_ - r : r - srtt_;
-      rttvar_ += (delta - rttvar_) / 4;  // RTTVAR first: it uses the SRTT before this sample
-      srtt_ += (r - srtt_) / 8;
-    }
-    const Time rto = srtt_ + std::max(config_.granularity, 4 * rttvar_);
-    rto_ = std::clamp(rto, config_.rto_min, config_.rto_max);
-  }
-
   ReliabilityConfig config_;
   Seq oldest_;      // first unacked
   Seq next_;        // next to number
   Seq clean_from_;  // messages from here on were never resent (each resend resends all unacked)
-  Time rto_;
-  Time srtt_{};
-  Time rttvar_{};
+  core::RttEstimator rtt_;  // SRTT, RTTVAR and the RTO with its backoff
   Time deadline_{};
   std::uint32_t retries_ = 0;
   std::uint32_t dup_acks_ = 0;  // repeats of the current ack seen

@@ -6,7 +6,7 @@
 // copies out of its receive buffer; shutdown() sends FIN once the data is out; close() also gives
 // the connection back; abort() resets it. Segments carry byte sequence numbers and cumulative
 // acks (segment_header.h); losses are repaired by retransmission with an RFC 6298 timeout
-// (rtt_estimator.h) and by fast retransmit; NewReno congestion control (congestion.h) and the
+// (core/rtt_estimator.h) and by fast retransmit; NewReno congestion control (congestion.h) and the
 // receiver's advertised window bound what is in flight. The connection states follow RFC 793
 // (stream_state.h). A peer heard from for no longer than dead_peer_timeout fails the connection
 // with kTimeout (keepalives go out at a quarter of it while idle), and a connect that gets no
@@ -37,7 +37,7 @@
 #include "unet/core/cycle_clock.h"
 #include "unet/core/endpoint.h"
 #include "unet/ulp/congestion.h"
-#include "unet/ulp/rtt_estimator.h"
+#include "unet/core/rtt_estimator.h"
 #include "unet/ulp/segment_header.h"
 #include "unet/ulp/stream_state.h"
 
@@ -57,7 +57,7 @@ struct StreamConfig {
   std::uint32_t max_connections = 16;
   std::uint32_t max_listeners = 8;
   std::uint32_t accept_backlog = 8;        // established connections waiting for accept()
-  RttConfig rtt;
+  core::RttConfig rtt;
   std::uint32_t initial_window_segments = 4;
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds dead_peer_timeout{3000};

@@ -1,5 +1,6 @@
-// RttEstimator: a connection's round-trip time and retransmission timeout, as RFC 6298 says.
+// RttEstimator: one peer's round-trip time and retransmission timeout, as RFC 6298 says.
 //
+// Shared by the layers that retransmit: a ulp stream connection and a uam channel over UD.
 // The first sample R sets SRTT = R, RTTVAR = R/2; later ones RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|,
 // SRTT = 7/8 SRTT + 1/8 R; RTO = SRTT + max(G, 4 RTTVAR), clamped to [min_rto, max_rto]. Before
 // any sample RTO is initial_rto. backoff() doubles RTO (up to max_rto) after a timeout; the next
@@ -10,7 +11,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace unet::ulp {
+namespace unet::core {
 
 // The RTO before any sample, its bounds, and the clock granularity G.
 struct RttConfig {
@@ -22,7 +23,7 @@ struct RttConfig {
   void validate() const;
 };
 
-// One connection's estimator (see the top of this file).
+// One peer's estimator (see the top of this file).
 class RttEstimator {
  public:
   // Throws std::invalid_argument when `config` fails validate().
@@ -44,4 +45,4 @@ class RttEstimator {
   std::uint64_t samples_ = 0;
 };
 
-}  // namespace unet::ulp
+}  // namespace unet::core

@@ -1,11 +1,11 @@
 // The RFC 6298 estimator against values computed by hand from the RFC's formulas.
-#include "unet/ulp/rtt_estimator.h"
+#include "unet/core/rtt_estimator.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace unet::ulp {
+namespace unet::core {
 namespace {
 
 using namespace std::chrono_literals;
@@ -158,4 +158,4 @@ TEST(RttEstimator, ValidateRefusesBadConfigs) {
 }
 
 }  // namespace
-}  // namespace unet::ulp
+}  // namespace unet::core

@@ -1,11 +1,11 @@
 // RFC 6298's estimator in integer nanoseconds. The updates are written as x += (y - x) / k, which
 // is RFC 6298's (1 - 1/k) x + y / k without forming k * x, so no sample, however large, overflows.
-#include "unet/ulp/rtt_estimator.h"
+#include "unet/core/rtt_estimator.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace unet::ulp {
+namespace unet::core {
 namespace {
 
 using std::chrono::nanoseconds;
@@ -53,4 +53,4 @@ void RttEstimator::backoff() noexcept {
   rto_ = rto_ > config_.max_rto / 2 ? config_.max_rto : 2 * rto_;
 }
 
-}  // namespace unet::ulp
+}  // namespace unet::core
