@@ -130,10 +130,11 @@ long hw_counter(const std::string& dev, const char* name) {
 
 // The receiver's CQ is sized for its free queue plus its send queue (free_queue_depth +
 // send_queue_depth * max_channels = 29 + 2 = 31: exactly what rxe grants, as it rounds a CQ to
-// 2^k - 1). The receiver keeps as many sends in flight as it may, then stops polling while the
-// sender floods it: its CQ fills with those send completions and one arrival per posted buffer,
-// to its sized capacity, and the rest of the flood waits in RNR. Then both drain: every message
-// arrives intact and in order, nothing dropped, no send failed, both channels still open.
+// 2^k - 1). The receiver keeps as many sends in flight as it may (each signaled: with a send
+// queue of 2 the signal interval is 1), then stops polling while the sender floods it: its CQ
+// fills with those 2 send completions and one arrival per posted buffer, 31 of 31 entries, and
+// the rest of the flood waits in RNR. Then both drain: every message arrives intact and in order,
+// nothing dropped, no send failed, both channels still open.
 TEST(ResourceExhaustion, CompletionQueueNearFullLosesNothing) {
   UNET_REQUIRE_DEVICE();
   EndpointConfig rc = endpoint_config(Transport::kRc, 64);
@@ -149,8 +150,8 @@ TEST(ResourceExhaustion, CompletionQueueNearFullLosesNothing) {
     while (push_message(r, rs, 1000 + r_pushed) == Status::kOk) ++r_pushed;
     if (r.flush() <= 0) break;
   }
-  const std::uint32_t r_queued = r.config().send_queue_depth - r.send_queue_space();
-  const std::uint32_t r_in_flight = r_pushed - (std::bit_ceil(rc.send_queue_depth) - r.send_queue_space());
+  const std::uint32_t r_queued = std::bit_ceil(rc.send_queue_depth) - r.send_queue_space();
+  const std::uint32_t r_in_flight = r_pushed - r_queued;
   EXPECT_EQ(r_in_flight, rc.send_queue_depth)
       << "more sends in flight than the endpoint sized its CQ for (" << r_queued << " still queued)";
 
@@ -222,11 +223,13 @@ TEST(ResourceExhaustion, EmptyFreeQueueBacksPressureOnRcWithoutLoss) {
 // --- 3. free queue empty, UD -------------------------------------------------------------------
 
 // UD has no back-pressure: with the receiver holding every buffer, the device drops what finds no
-// posted receive. Core never sees those datagrams (no completion), so the count is the device's:
-// its rcvd_pkts counter saw every datagram sent, and exactly free_queue_depth were delivered, so
-// sent = delivered + (rcvd_pkts - delivered) with the drops = sent - free_queue_depth exactly.
-// (rxe counts no UD-specific drop: its responder only marks the message dropped.) Afterwards the
-// endpoint works: released buffers take the next messages.
+// posted receive. Core never sees those datagrams (no completion, so no core counter can), and
+// rxe has no counter for this drop (its responder just discards the message), so the count is
+// rcvd_pkts - delivered. Asserted: the device's rcvd_pkts went up by exactly the datagrams sent
+// (this test is the only traffic), exactly free_queue_depth were delivered (the first ones, in
+// order, intact), so sent == delivered + dropped with dropped == sent - free_queue_depth, and
+// core counted nothing (the drop was not its receive queue's). Afterwards the endpoint works:
+// released buffers take the next messages.
 TEST(ResourceExhaustion, EmptyFreeQueueDropsUdSurplusCountedByTheDevice) {
   UNET_REQUIRE_DEVICE();
   const std::string dev = device_sysfs_name();
@@ -262,6 +265,38 @@ TEST(ResourceExhaustion, EmptyFreeQueueDropsUdSurplusCountedByTheDevice) {
   EXPECT_EQ(r.stats().received, 32u);
   std::printf("UD free queue empty: %u sent, %ld seen by %s (rcvd_pkts), %llu delivered, %ld dropped\n", kMessages,
               rcvd, dev.c_str(), 16ull, dropped);
+}
+
+// --- 3b. the free queue's bound: buffers given back unsent --------------------------------------
+
+// An application that acquires buffers and gives them back unsent (a send it gave up on) must not
+// overfill the free queue: the device's receive queue holds free_queue_depth receives, and the
+// CQ is sized for that many arrivals. The endpoint keeps working — poll() never reports a device
+// error, every acquired buffer is spare again, and messages still arrive once each, intact.
+TEST(ResourceExhaustion, BuffersReleasedUnsentNeverOverfillTheFreeQueue) {
+  UNET_REQUIRE_DEVICE();
+  for (Transport t : {Transport::kRc, Transport::kUd}) {
+    SCOPED_TRACE(t == Transport::kRc ? "RC" : "UD");
+    Endpoint s(endpoint_config(t, 128)), r(endpoint_config(t, 128));
+    auto [sr, rs] = connect_endpoints(s, r);
+    const std::uint32_t spare = r.spare_buffers();
+    ASSERT_EQ(spare, 64u);
+    std::vector<BufferId> taken(spare);
+    for (BufferId& b : taken) ASSERT_EQ(r.acquire_buffer(b), Status::kOk);
+    for (BufferId b : taken) ASSERT_EQ(r.release(b), Status::kOk);
+    ASSERT_GE(r.poll(), 0) << "reposting the given-back buffers failed on the device";
+    EXPECT_EQ(r.spare_buffers(), spare) << "buffers given back unsent are spare again";
+    // UD: paced one at a time, so no datagram finds the receiver without a posted buffer.
+    for (std::uint32_t m = 0; m < 3 * spare; ++m) {
+      ASSERT_TRUE(send_messages(s, sr, m, 1, {&s, &r}));
+      ASSERT_EQ(expect_message(r, rs, m, {&s, &r}), "");
+    }
+    ASSERT_GE(r.poll(), 0);
+    Descriptor d;
+    EXPECT_EQ(r.receive(d), Status::kNoResource) << "an arrival delivered twice";
+    EXPECT_EQ(r.stats().received, 3 * spare);
+    EXPECT_EQ(s.stats().send_errors, 0u);
+  }
 }
 
 // --- 4. send queue full ------------------------------------------------------------------------
