@@ -58,6 +58,10 @@ Status Endpoint::receive(Descriptor& out) noexcept {
 }
 
 Status Endpoint::release(BufferId b) noexcept {
+  // The free queue holds at most free_queue_depth buffers: the device's receive queue has room
+  // for that many, and the CQ is sized for that many arrivals. A buffer beyond them (acquired
+  // and given back unsent) becomes spare instead.
+  if (buffers_.in_free_queue() >= config_.free_queue_depth) return buffers_.give_back(b);
   if (Status s = buffers_.release(b); s != Status::kOk) return s;
   (void)free_queue_.push(b);  // capacity == buffers: cannot be full
   return Status::kOk;

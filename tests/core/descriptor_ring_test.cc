@@ -109,6 +109,32 @@ TEST(BufferTable, OwnershipMovesOnlyAlongItsEdges) {
   EXPECT_EQ(t.spare(), 3u);
 }
 
+// The free queue's count follows its buffers; give_back returns an application buffer to spare.
+TEST(BufferTable, CountsTheFreeQueueAndGivesBackToSpare) {
+  BufferTable t(4);
+  BufferId f = kNoBuffer, a = kNoBuffer;
+  ASSERT_EQ(t.take_for_free_queue(f), Status::kOk);
+  ASSERT_EQ(t.take_spare(a), Status::kOk);
+  EXPECT_EQ(t.in_free_queue(), 1u);
+  ASSERT_EQ(t.arrived(f), Status::kOk);
+  EXPECT_EQ(t.in_free_queue(), 0u);
+  EXPECT_EQ(t.arrived(f), Status::kInvalidState);
+  EXPECT_EQ(t.in_free_queue(), 0u) << "a refused move counted";
+  ASSERT_EQ(t.release(f), Status::kOk);
+  EXPECT_EQ(t.in_free_queue(), 1u);
+  EXPECT_EQ(t.release(f), Status::kInvalidState);
+  EXPECT_EQ(t.in_free_queue(), 1u) << "a refused move counted";
+  EXPECT_EQ(t.spare(), 2u);
+  ASSERT_EQ(t.give_back(a), Status::kOk);
+  EXPECT_EQ(t.owner(a), BufferOwner::kSpare);
+  EXPECT_EQ(t.spare(), 3u);
+  EXPECT_EQ(t.give_back(a), Status::kInvalidState) << "given back twice";
+  EXPECT_EQ(t.give_back(f), Status::kInvalidState) << "not the application's";
+  EXPECT_EQ(t.give_back(17), Status::kInvalidArgument);
+  EXPECT_EQ(t.spare(), 3u);
+  EXPECT_EQ(t.in_free_queue(), 1u);
+}
+
 TEST(BufferTable, RunsOutOfSpares) {
   BufferTable t(2);
   BufferId a = kNoBuffer, b = kNoBuffer, c = 99;

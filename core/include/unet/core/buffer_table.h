@@ -7,6 +7,7 @@
 //
 //   spare --take_spare--> application --queue_send--> send queue --send_done--> spare
 //   free queue --arrived--> application --release--> free queue
+//   application --give_back--> spare  (a buffer the endpoint does not repost: the free queue is full)
 //
 // A move from the wrong state is refused with a Status and changes nothing, so a buffer can never
 // be both on the free queue and in flight, and a double release is caught. Pure logic, no device;
@@ -37,13 +38,19 @@ class BufferTable {
   // a buffer of this table.
   std::uint32_t count() const noexcept { return static_cast<std::uint32_t>(owner_.size()); }
   std::uint32_t spare() const noexcept { return spare_.size(); }
+  // Buffers the free queue holds now (posted as receives, or waiting to be).
+  std::uint32_t in_free_queue() const noexcept { return in_free_queue_; }
   BufferOwner owner(BufferId b) const noexcept { return owner_[b]; }
   bool valid(BufferId b) const noexcept { return b < owner_.size(); }
 
   // spare -> application. kNoResource when no buffer is spare.
   Status take_spare(BufferId& out) noexcept { return take(BufferOwner::kApplication, out); }
   // spare -> free queue: a spare buffer to post as a receive. kNoResource when none is spare.
-  Status take_for_free_queue(BufferId& out) noexcept { return take(BufferOwner::kFreeQueue, out); }
+  Status take_for_free_queue(BufferId& out) noexcept {
+    Status s = take(BufferOwner::kFreeQueue, out);
+    in_free_queue_ += s == Status::kOk;
+    return s;
+  }
   // application -> send queue.
   Status queue_send(BufferId b) noexcept { return move(b, BufferOwner::kApplication, BufferOwner::kSendQueue); }
   // send queue -> spare (the send completed, or failed and was reported).
@@ -53,9 +60,23 @@ class BufferTable {
     return s;
   }
   // free queue -> application (a message arrived in it).
-  Status arrived(BufferId b) noexcept { return move(b, BufferOwner::kFreeQueue, BufferOwner::kApplication); }
+  Status arrived(BufferId b) noexcept {
+    Status s = move(b, BufferOwner::kFreeQueue, BufferOwner::kApplication);
+    in_free_queue_ -= s == Status::kOk;
+    return s;
+  }
   // application -> free queue (the application hands it back; the endpoint reposts it).
-  Status release(BufferId b) noexcept { return move(b, BufferOwner::kApplication, BufferOwner::kFreeQueue); }
+  Status release(BufferId b) noexcept {
+    Status s = move(b, BufferOwner::kApplication, BufferOwner::kFreeQueue);
+    in_free_queue_ += s == Status::kOk;
+    return s;
+  }
+  // application -> spare (handed back, but not reposted).
+  Status give_back(BufferId b) noexcept {
+    Status s = move(b, BufferOwner::kApplication, BufferOwner::kSpare);
+    if (s == Status::kOk) (void)spare_.push(b);  // capacity == count: cannot be full
+    return s;
+  }
 
  private:
   // Every spare buffer is in spare_ exactly once: it enters on becoming spare, leaves here.
@@ -75,6 +96,7 @@ class BufferTable {
 
   std::vector<BufferOwner> owner_;
   DescriptorRing<BufferId> spare_;  // exactly the spare buffers
+  std::uint32_t in_free_queue_ = 0;  // buffers owned by kFreeQueue
 };
 
 }  // namespace unet::core

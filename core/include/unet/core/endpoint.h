@@ -194,7 +194,9 @@ class Endpoint {
   // Pops the oldest arrival. kNoResource when the receive queue is empty. A non-inline arrival's
   // buffer belongs to the application until release().
   Status receive(Descriptor& out) noexcept;
-  // Hands a buffer back to the free queue. Refused (kInvalidState) unless the application owns it.
+  // Hands a buffer back to the free queue — or, when the free queue already holds
+  // free_queue_depth buffers (one acquired and given back unsent), to the spare buffers.
+  // Refused (kInvalidState) unless the application owns it.
   Status release(BufferId b) noexcept;
 
   // --- direct-access mode (kDirectAccess; write/read need RC) ---
