@@ -33,7 +33,9 @@ for h in "${headers[@]}"; do
       base=${n##*::}
       base=${base%%<*}
       base=${base%"()"}
-      if ! tail -n +2 "$h" | grep -qw -- "$base"; then
+      # Not `tail | grep -q`: under pipefail, grep -q leaving early kills tail with SIGPIPE and
+      # the pipeline fails although the name was found (it did, under load).
+      if ! grep -qw -- "$base" < <(tail -n +2 "$h"); then
         echo "$rel:1: the summary names '$n', which the header does not declare"
         bad=1
       fi
