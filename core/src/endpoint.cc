@@ -114,7 +114,10 @@ Endpoint::~Endpoint() {
 }
 
 std::uint32_t Endpoint::add_lane(verbs::QueuePair& qp, ChannelId ch) {
-  auto lane = std::make_unique<Lane>(qp, ch, std::max<std::uint32_t>(qp.caps().max_send_wr, 1));
+  // The lane uses what was asked for, not what the provider granted: the CQ is sized from
+  // send_queue_depth, and a provider may round max_send_wr up (rxe grants exactly the request).
+  const std::uint32_t depth = std::min(qp.caps().max_send_wr, config_.send_queue_depth);
+  auto lane = std::make_unique<Lane>(qp, ch, std::max<std::uint32_t>(depth, 1));
   lane->interval = std::clamp<std::uint32_t>(config_.signal_interval, 1,
                                              std::max<std::uint32_t>(lane->depth / 2, 1));
   lanes_.push_back(std::move(lane));
