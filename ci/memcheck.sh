@@ -48,7 +48,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # The CI subset: "executable relative to BUILD_DIR|gtest filter" (empty filter: not a gtest
 # program, one test).
 subset=(
-  "tests/unet_device_tests|Transports/EndpointTest.MixedSizesArriveInOrderIntactWithInlineCounted/*:Direct.ForgottenMemoryIsRegisteredAfreshWhenReused:Window.BindGrantsAccessThroughTheWindowsKey:Emulated.MessagesFromStrangersAreDroppedNotDelivered"
+  "tests/unet_device_tests|Transports/EndpointTest.MixedSizesArriveInOrderIntactWithInlineCounted/*:Direct.ForgottenMemoryIsRegisteredAfreshWhenReused:DirectSmallCache.CacheEvictsToStayUnderItsBound:Window.BindGrantsAccessThroughTheWindowsKey:Emulated.MessagesFromStrangersAreDroppedNotDelivered:EndpointRc.ChannelsThroughRdmaCm"
   "tests/uam/unet_uam_device_tests|Transports/UamTransport.RequestReplyRoundTrips/*"
   "tests/ulp/unet_ulp_device_tests|Datagram.SizesFromZeroTo64KiBArriveWhole:Stream.HandshakeBytesBothWaysAndOrderlyClose"
 )
