@@ -5,7 +5,7 @@
 #   ci/memcheck.sh BUILD_DIR FILTER...        the gtest FILTERs (joined with ':') in every device
 #                                             test executable that has a test matching them
 #   ci/memcheck.sh BUILD_DIR --all            every device test executable whole, and the examples
-#                                             (by hand: 159 tests, about 14 minutes in ci/rxe-vm)
+#                                             (by hand: 155 gtest tests and 4 examples, 14 minutes in ci/rxe-vm)
 #
 # Meant for a device: inside the VM, `ci/rxe-vm --timeout 900 -- ci/memcheck.sh build`. Sets
 # UNET_REQUIRE_DEVICE=1, so a missing device fails instead of passing by skipping.
