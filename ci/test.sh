@@ -9,6 +9,8 @@
 # Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
 # build runs there unchanged.
+# After the normal build's tiers, valgrind memcheck runs ci/memcheck.sh's subset of the device
+# tests (any memcheck error or definite leak fails).
 # Then a ThreadSanitizer pass (BUILD_DIR-tsan): only the executables labelled `tsan` (the ones
 # whose code or tests run threads) are built; their unit tests run here, their device tests
 # where the device tier runs. A report fails its test (halt_on_error).
@@ -21,6 +23,7 @@
 #   UNET_SANITIZE       sanitizers of the main build (default none)
 #   UNET_SANITIZE_PASS  sanitizers of the second pass (default address,undefined; empty: no pass)
 #   UNET_TSAN_PASS      0: no ThreadSanitizer pass (default 1)
+#   UNET_MEMCHECK       0: no valgrind memcheck step (default 1)
 #   UNET_REQUIRE_DEVICE 1 (CI): a device test that would skip fails instead
 #   UNET_FORCE_VM       1: use the VM even if this host has a device
 #   UNET_FUZZ_SECONDS   seconds each fuzz target runs (default 20; 0: no fuzz tier)
@@ -79,11 +82,30 @@ run_tiers() {
   return "$rc"
 }
 
+# valgrind memcheck of the device suite's CI subset (ci/memcheck.sh), from the normal build, where
+# the device tier runs. Its closing line is kept for the summary.
+run_memcheck() {
+  local tree=$1 rc=0
+  echo "== memcheck ($tree: ci/memcheck.sh's CI subset) =="
+  if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
+    ci/memcheck.sh "$tree" 2>&1 | tee "$build/memcheck.out" || rc=$?
+  else
+    ci/rxe-vm --timeout 900 -- ci/memcheck.sh "$tree" 2>&1 | tee "$build/memcheck.out" || rc=$?
+  fi
+  memcheck_line=$(grep -E '^memcheck: ' "$build/memcheck.out" | tail -n1) || true
+  [ -n "$memcheck_line" ] || { memcheck_line="memcheck: no closing line"; rc=1; }
+  return "$rc"
+}
+
 status=0
+memcheck_line="memcheck: not run"
 build_tree "$build" "${UNET_SANITIZE:-}"
 mkdir -p "$logdir"
 rm -f "$logdir"/*.log
 run_tiers "$build" "" || status=1
+if [ "${UNET_MEMCHECK:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
+  run_memcheck "$build" || status=1
+fi
 sanitize_pass=${UNET_SANITIZE_PASS-address,undefined}
 if [ -n "$sanitize_pass" ] && [ -z "${UNET_SANITIZE:-}" ]; then
   build_tree "$build-san" "$sanitize_pass"
@@ -128,5 +150,5 @@ if [ "${UNET_REQUIRE_DEVICE:-0}" = 1 ] && [ "$skipped" -ne 0 ]; then
   echo "test.sh: $skipped test(s) skipped under UNET_REQUIRE_DEVICE=1" >&2
   status=1
 fi
-echo "test.sh: $passed passed, $failed failed, $skipped skipped"
+echo "test.sh: $passed passed, $failed failed, $skipped skipped; $memcheck_line"
 exit "$status"
