@@ -27,6 +27,7 @@
 
 #include "child_process.h"
 #include "endpoint_support.h"
+#include "failure_support.h"
 #include "peer_protocol.h"
 #include "unet/uam/endpoint.h"
 #include "unet/ulp/stream_endpoint.h"
@@ -35,22 +36,9 @@ namespace unet::test {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 using core::ChannelId;
 
 constexpr auto kLineTimeout = 30s;  // for each line of the peer (it opens a device under emulation)
-constexpr auto kSlack = 1500ms;     // on top of a promised bound: a loaded 2-vCPU VM
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// How long an RC channel may take to report a silent peer: 4.096 us * 2^ack_timeout per try,
-// retry_count + 1 tries (core/include/unet/core/endpoint.h).
-std::chrono::milliseconds rc_bound(const core::EndpointConfig& c) {
-  const double us = 4.096 * static_cast<double>(1ull << c.ack_timeout) * (c.retry_count + 1);
-  return std::chrono::milliseconds(static_cast<long>(us / 1000)) + kSlack;
-}
 
 // The peer process and the out-of-band exchange with it.
 struct Peer {
@@ -80,30 +68,6 @@ struct Peer {
     const std::optional<int> status = proc.wait(10s);
     ASSERT_TRUE(status.has_value()) << "the peer did not die";
     EXPECT_TRUE(WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL);
-  }
-};
-
-// A pair of core RC endpoints in this process, exchanging checked inline messages.
-struct HealthyCorePair {
-  core::Endpoint a{endpoint_config(core::Transport::kRc)}, b{endpoint_config(core::Transport::kRc)};
-  ChannelId ab, ba;
-  std::uint64_t sent = 0, delivered = 0;
-  HealthyCorePair() { std::tie(ab, ba) = connect_endpoints(a, b); }
-  // One step: a message out when the last arrived, arrivals checked. False on a broken pair.
-  bool step() {
-    if (sent == delivered) {
-      const std::uint64_t v = sent;
-      if (a.send_inline(ab, std::as_bytes(std::span(&v, 1))) == Status::kOk) ++sent;
-    }
-    if (a.poll() < 0 || b.poll() < 0) return false;
-    core::Descriptor d;
-    while (b.receive(d) == Status::kOk) {
-      std::uint64_t v = 0;
-      std::memcpy(&v, d.inline_payload().data(), sizeof v);
-      if (d.channel != ba || v != delivered) return false;
-      ++delivered;
-    }
-    return a.channel_status(ab) == Status::kOk;
   }
 };
 
@@ -241,17 +205,8 @@ void uam_peer_death(core::Transport t, const char* mode) {
   }
   const double took = ms_since(killed);
   // RC: the QP's retries. UD: max_retries expiries of a timer backing off to rto_max.
-  std::chrono::milliseconds bound = rc_bound(cfg);
-  if (t == core::Transport::kUd) {
-    const uam::ReliabilityConfig& r = survivor.config().reliability;
-    std::chrono::milliseconds sum{0},
-        rto = std::chrono::duration_cast<std::chrono::milliseconds>(r.rto_initial);
-    for (std::uint32_t i = 0; i <= r.max_retries;
-         ++i, rto = std::min(2 * rto,
-                             std::chrono::duration_cast<std::chrono::milliseconds>(r.rto_max)))
-      sum += rto;
-    bound = sum + kSlack;
-  }
+  const std::chrono::milliseconds bound =
+      t == core::Transport::kUd ? uam_ud_bound(survivor.config().reliability) : rc_bound(cfg);
   std::printf(
       "uam %s: %llu requests outstanding at the kill; all %llu issued completed (%llu ok, %llu "
       "failed) and the channel failed %.0f ms after it (bound %lld ms); healthy pair %llu requests meanwhile\n",
