@@ -249,44 +249,15 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
   UNET_REQUIRE_DEVICE();
   Peer peer("stream");
   const ulp::StreamConfig sc = stream_peer_config();
-  ulp::StreamEndpoint survivor(ud_config(), sc), ha(ud_config(), sc), hb(ud_config(), sc);
+  ulp::StreamEndpoint survivor(ud_config(), sc);
   const ChannelId ch = peer.join([&] { return survivor.offer_peer(); },
                                  [&](const core::ChannelOffer& o, const std::string& t) {
                                    return survivor.accept_peer(o, t);
                                  });
   peer.ready();
-  core::ChannelOffer oa = ha.offer_peer(), ob = hb.offer_peer();
-  const ChannelId hab = ha.accept_peer(oa, ob.local);
-  (void)hb.accept_peer(ob, oa.local);
-  ASSERT_EQ(hb.listen(kStreamPort), Status::kOk);
-  ulp::ConnId conn, hconn, hserver = ulp::kNoConn;
+  HealthyStreamPair healthy(sc);
+  ulp::ConnId conn;
   ASSERT_EQ(survivor.connect(ch, kStreamPort, conn), Status::kOk);
-  ASSERT_EQ(ha.connect(hab, kStreamPort, hconn), Status::kOk);
-  // The healthy stream: ha sends a counting byte pattern, hb reads and checks it.
-  std::uint64_t hsent = 0, hgot = 0;
-  std::vector<std::byte> buf(8192);
-  auto healthy_step = [&] {
-    if (ha.poll() < 0 || hb.poll() < 0) return false;
-    if (hserver == ulp::kNoConn) (void)hb.accept(kStreamPort, hserver);
-    ulp::StreamState st;
-    if (ha.state(hconn, st) == Status::kOk && st == ulp::StreamState::kEstablished) {
-      for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::byte>((hsent + i) * 7);
-      std::size_t took = 0;
-      const Status s = ha.send(hconn, buf, took);
-      if (s != Status::kOk && s != Status::kNoResource) return false;
-      hsent += took;
-    }
-    if (hserver != ulp::kNoConn) {
-      std::vector<std::byte> in(8192);
-      std::size_t got = 0;
-      const Status s = hb.recv(hserver, in, got);
-      if (s != Status::kOk && s != Status::kNoResource) return false;
-      for (std::size_t i = 0; i < got; ++i)
-        if (in[i] != static_cast<std::byte>((hgot + i) * 7)) return false;
-      hgot += got;
-    }
-    return true;
-  };
   // Echo traffic to the peer until 1 MiB came back, checked.
   std::uint64_t sent = 0, echoed = 0;
   std::vector<std::byte> out(4096), in(4096);
@@ -294,7 +265,7 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
   const auto start = Clock::now();
   while (echoed < (1u << 20) && Clock::now() - start < 60s) {
     ASSERT_GE(survivor.poll(), 0);
-    ASSERT_TRUE(healthy_step());
+    ASSERT_TRUE(healthy.step());
     ulp::StreamState st;
     ASSERT_EQ(survivor.state(conn, st), Status::kOk);
     if (st != ulp::StreamState::kEstablished) continue;
@@ -312,13 +283,13 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
     echoed += got;
   }
   ASSERT_GE(echoed, 1u << 20) << "no echo traffic before the kill";
-  const std::uint64_t healthy_before = hgot;
+  const std::uint64_t healthy_before = healthy.got;
   const auto killed = Clock::now();
   peer.kill();
   Status err = Status::kOk;
   while (Clock::now() - killed < 30s) {  // keeps sending, as an application would
     ASSERT_GE(survivor.poll(), 0);
-    ASSERT_TRUE(healthy_step());
+    ASSERT_TRUE(healthy.step());
     std::size_t took = 0;
     const Status s = survivor.send(conn, out, took);
     if (s != Status::kOk && s != Status::kNoResource) {
@@ -332,7 +303,7 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
       "stream: the connection failed with %d %.0f ms after the kill (bound %lld ms); the healthy "
       "stream moved %llu bytes meanwhile\n",
       static_cast<int>(err), took, static_cast<long long>(bound.count()),
-      static_cast<unsigned long long>(hgot - healthy_before));
+      static_cast<unsigned long long>(healthy.got - healthy_before));
   EXPECT_EQ(err, Status::kTimeout);
   EXPECT_LE(took, static_cast<double>(bound.count()));
   std::size_t n = 0;
@@ -342,9 +313,9 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
   EXPECT_EQ(r, Status::kTimeout);  // then the error, at once
   EXPECT_EQ(survivor.send(conn, out, n), Status::kTimeout);
   const auto again = Clock::now();
-  while (hgot < healthy_before + (1u << 20) && Clock::now() - again < 30s)
-    ASSERT_TRUE(healthy_step());
-  EXPECT_GE(hgot, healthy_before + (1u << 20));
+  while (healthy.got < healthy_before + (1u << 20) && Clock::now() - again < 30s)
+    ASSERT_TRUE(healthy.step());
+  EXPECT_GE(healthy.got, healthy_before + (1u << 20));
   EXPECT_EQ(survivor.close(conn), Status::kOk);
 }
 
