@@ -5,7 +5,8 @@
 #           .deb and used by tests/consumer through find_package and pkg-config);
 #   device  natively when this host has an RDMA device, else inside ci/rxe-vm (SoftRoCE in QEMU);
 #           among them the tests/consumer ping-pong built against the extracted packages;
-#   fault   inside ci/rxe-vm --two-dev (rxe0 and rxe1 across a veth pair), when any exist.
+#   fault   inside ci/rxe-vm --two-dev (rxe0 and rxe1 across a veth pair, rxe2 and rxe3
+#           across another), when any exist.
 # Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
 # build runs there unchanged.

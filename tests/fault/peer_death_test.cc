@@ -27,6 +27,7 @@
 
 #include "child_process.h"
 #include "endpoint_support.h"
+#include "failure_support.h"
 #include "peer_protocol.h"
 #include "unet/uam/endpoint.h"
 #include "unet/ulp/stream_endpoint.h"
@@ -35,22 +36,9 @@ namespace unet::test {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 using core::ChannelId;
 
 constexpr auto kLineTimeout = 30s;  // for each line of the peer (it opens a device under emulation)
-constexpr auto kSlack = 1500ms;     // on top of a promised bound: a loaded 2-vCPU VM
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-// How long an RC channel may take to report a silent peer: 4.096 us * 2^ack_timeout per try,
-// retry_count + 1 tries (core/include/unet/core/endpoint.h).
-std::chrono::milliseconds rc_bound(const core::EndpointConfig& c) {
-  const double us = 4.096 * static_cast<double>(1ull << c.ack_timeout) * (c.retry_count + 1);
-  return std::chrono::milliseconds(static_cast<long>(us / 1000)) + kSlack;
-}
 
 // The peer process and the out-of-band exchange with it.
 struct Peer {
@@ -80,30 +68,6 @@ struct Peer {
     const std::optional<int> status = proc.wait(10s);
     ASSERT_TRUE(status.has_value()) << "the peer did not die";
     EXPECT_TRUE(WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL);
-  }
-};
-
-// A pair of core RC endpoints in this process, exchanging checked inline messages.
-struct HealthyCorePair {
-  core::Endpoint a{endpoint_config(core::Transport::kRc)}, b{endpoint_config(core::Transport::kRc)};
-  ChannelId ab, ba;
-  std::uint64_t sent = 0, delivered = 0;
-  HealthyCorePair() { std::tie(ab, ba) = connect_endpoints(a, b); }
-  // One step: a message out when the last arrived, arrivals checked. False on a broken pair.
-  bool step() {
-    if (sent == delivered) {
-      const std::uint64_t v = sent;
-      if (a.send_inline(ab, std::as_bytes(std::span(&v, 1))) == Status::kOk) ++sent;
-    }
-    if (a.poll() < 0 || b.poll() < 0) return false;
-    core::Descriptor d;
-    while (b.receive(d) == Status::kOk) {
-      std::uint64_t v = 0;
-      std::memcpy(&v, d.inline_payload().data(), sizeof v);
-      if (d.channel != ba || v != delivered) return false;
-      ++delivered;
-    }
-    return a.channel_status(ab) == Status::kOk;
   }
 };
 
@@ -241,17 +205,8 @@ void uam_peer_death(core::Transport t, const char* mode) {
   }
   const double took = ms_since(killed);
   // RC: the QP's retries. UD: max_retries expiries of a timer backing off to rto_max.
-  std::chrono::milliseconds bound = rc_bound(cfg);
-  if (t == core::Transport::kUd) {
-    const uam::ReliabilityConfig& r = survivor.config().reliability;
-    std::chrono::milliseconds sum{0},
-        rto = std::chrono::duration_cast<std::chrono::milliseconds>(r.rto_initial);
-    for (std::uint32_t i = 0; i <= r.max_retries;
-         ++i, rto = std::min(2 * rto,
-                             std::chrono::duration_cast<std::chrono::milliseconds>(r.rto_max)))
-      sum += rto;
-    bound = sum + kSlack;
-  }
+  const std::chrono::milliseconds bound =
+      t == core::Transport::kUd ? uam_ud_bound(survivor.config().reliability) : rc_bound(cfg);
   std::printf(
       "uam %s: %llu requests outstanding at the kill; all %llu issued completed (%llu ok, %llu "
       "failed) and the channel failed %.0f ms after it (bound %lld ms); healthy pair %llu requests meanwhile\n",
@@ -294,44 +249,15 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
   UNET_REQUIRE_DEVICE();
   Peer peer("stream");
   const ulp::StreamConfig sc = stream_peer_config();
-  ulp::StreamEndpoint survivor(ud_config(), sc), ha(ud_config(), sc), hb(ud_config(), sc);
+  ulp::StreamEndpoint survivor(ud_config(), sc);
   const ChannelId ch = peer.join([&] { return survivor.offer_peer(); },
                                  [&](const core::ChannelOffer& o, const std::string& t) {
                                    return survivor.accept_peer(o, t);
                                  });
   peer.ready();
-  core::ChannelOffer oa = ha.offer_peer(), ob = hb.offer_peer();
-  const ChannelId hab = ha.accept_peer(oa, ob.local);
-  (void)hb.accept_peer(ob, oa.local);
-  ASSERT_EQ(hb.listen(kStreamPort), Status::kOk);
-  ulp::ConnId conn, hconn, hserver = ulp::kNoConn;
+  HealthyStreamPair healthy(sc);
+  ulp::ConnId conn;
   ASSERT_EQ(survivor.connect(ch, kStreamPort, conn), Status::kOk);
-  ASSERT_EQ(ha.connect(hab, kStreamPort, hconn), Status::kOk);
-  // The healthy stream: ha sends a counting byte pattern, hb reads and checks it.
-  std::uint64_t hsent = 0, hgot = 0;
-  std::vector<std::byte> buf(8192);
-  auto healthy_step = [&] {
-    if (ha.poll() < 0 || hb.poll() < 0) return false;
-    if (hserver == ulp::kNoConn) (void)hb.accept(kStreamPort, hserver);
-    ulp::StreamState st;
-    if (ha.state(hconn, st) == Status::kOk && st == ulp::StreamState::kEstablished) {
-      for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::byte>((hsent + i) * 7);
-      std::size_t took = 0;
-      const Status s = ha.send(hconn, buf, took);
-      if (s != Status::kOk && s != Status::kNoResource) return false;
-      hsent += took;
-    }
-    if (hserver != ulp::kNoConn) {
-      std::vector<std::byte> in(8192);
-      std::size_t got = 0;
-      const Status s = hb.recv(hserver, in, got);
-      if (s != Status::kOk && s != Status::kNoResource) return false;
-      for (std::size_t i = 0; i < got; ++i)
-        if (in[i] != static_cast<std::byte>((hgot + i) * 7)) return false;
-      hgot += got;
-    }
-    return true;
-  };
   // Echo traffic to the peer until 1 MiB came back, checked.
   std::uint64_t sent = 0, echoed = 0;
   std::vector<std::byte> out(4096), in(4096);
@@ -339,7 +265,7 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
   const auto start = Clock::now();
   while (echoed < (1u << 20) && Clock::now() - start < 60s) {
     ASSERT_GE(survivor.poll(), 0);
-    ASSERT_TRUE(healthy_step());
+    ASSERT_TRUE(healthy.step());
     ulp::StreamState st;
     ASSERT_EQ(survivor.state(conn, st), Status::kOk);
     if (st != ulp::StreamState::kEstablished) continue;
@@ -357,13 +283,13 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
     echoed += got;
   }
   ASSERT_GE(echoed, 1u << 20) << "no echo traffic before the kill";
-  const std::uint64_t healthy_before = hgot;
+  const std::uint64_t healthy_before = healthy.got;
   const auto killed = Clock::now();
   peer.kill();
   Status err = Status::kOk;
   while (Clock::now() - killed < 30s) {  // keeps sending, as an application would
     ASSERT_GE(survivor.poll(), 0);
-    ASSERT_TRUE(healthy_step());
+    ASSERT_TRUE(healthy.step());
     std::size_t took = 0;
     const Status s = survivor.send(conn, out, took);
     if (s != Status::kOk && s != Status::kNoResource) {
@@ -377,7 +303,7 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
       "stream: the connection failed with %d %.0f ms after the kill (bound %lld ms); the healthy "
       "stream moved %llu bytes meanwhile\n",
       static_cast<int>(err), took, static_cast<long long>(bound.count()),
-      static_cast<unsigned long long>(hgot - healthy_before));
+      static_cast<unsigned long long>(healthy.got - healthy_before));
   EXPECT_EQ(err, Status::kTimeout);
   EXPECT_LE(took, static_cast<double>(bound.count()));
   std::size_t n = 0;
@@ -387,9 +313,9 @@ TEST(PeerDeath, StreamFailsWithinTheDeadPeerTimeoutAndOtherConnectionsStream) {
   EXPECT_EQ(r, Status::kTimeout);  // then the error, at once
   EXPECT_EQ(survivor.send(conn, out, n), Status::kTimeout);
   const auto again = Clock::now();
-  while (hgot < healthy_before + (1u << 20) && Clock::now() - again < 30s)
-    ASSERT_TRUE(healthy_step());
-  EXPECT_GE(hgot, healthy_before + (1u << 20));
+  while (healthy.got < healthy_before + (1u << 20) && Clock::now() - again < 30s)
+    ASSERT_TRUE(healthy.step());
+  EXPECT_GE(healthy.got, healthy_before + (1u << 20));
   EXPECT_EQ(survivor.close(conn), Status::kOk);
 }
 
