@@ -1,9 +1,10 @@
 // Device: direct-access endpoints — RDMA WRITE/READ between application memory that nobody
 // registered by hand, a bounded registration cache, grants and revocation (memory checked byte for
-// byte), and failures reported per operation.
+// byte), forged tokens refused by the peer's device, and failures reported per operation.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -243,6 +244,69 @@ TEST_F(Direct, ZeroCopySendFromApplicationMemory) {
   ASSERT_FALSE(d.is_inline());
   EXPECT_TRUE(same(reinterpret_cast<const std::uint8_t*>(b_->buffer(d.buffer).data()), msg));
   EXPECT_EQ(b_->release(d.buffer), Status::kOk);
+}
+
+
+// What the local checks cannot stop: a peer that forges its token (widens the range, shifts the
+// address, guesses a key, or writes through a read grant) reaches the granting side's device, which
+// refuses it with a remote access error. Nothing around or inside the window changes, byte for
+// byte, and a forged read brings nothing back. Each failure breaks only its own RC channel.
+TEST_F(Direct, ForgedTokensAreRefusedByThePeersDeviceAndMemoryIsUnchanged) {
+  constexpr std::size_t kPage = 4096;
+  std::vector<std::uint8_t> memory(3 * kPage), src(kPage), dst(kPage);  // guard, window, guard
+  fill(memory, 0x5a);
+  fill(src, 0xc3);
+  fill(dst, 0x11);
+  const std::vector<std::uint8_t> before = memory, dst_before = dst;
+  std::uint8_t* window = memory.data() + kPage;
+  RemoteToken rw, ro;
+  ASSERT_EQ(b_->grant(window, kPage, kRemoteWrite | kRemoteRead, rw), Status::kOk);
+  ASSERT_EQ(b_->grant(window, kPage, kRemoteRead, ro), Status::kOk);
+
+  struct Case {
+    const char* what;
+    RemoteToken token;
+    std::uint64_t offset;
+    bool read;
+  };
+  RemoteToken longer = rw, earlier = rw, guessed = rw;
+  longer.length = 2 * kPage;  // claims the guard page after the window
+  earlier.addr -= kPage;      // claims the guard page before it
+  earlier.length += kPage;
+  guessed.rkey ^= 0x80;       // the key byte of the rkey, wrong
+  const Case cases[] = {
+      {"write past the window's end", longer, kPage, false},
+      {"write before the window's start", earlier, 0, false},
+      {"write with a guessed rkey", guessed, 0, false},
+      {"write through a read-only grant", ro, 0, false},
+      {"read past the window's end", longer, kPage, true},
+      {"read with a guessed rkey", guessed, 0, true},
+  };
+  std::uint64_t tag = 100;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto [ab, ba] = test::connect_endpoints(*a_, *b_);  // a fresh channel: the last one failed
+    (void)ba;
+    const Status posted = c.read ? a_->read(ab, dst.data(), kPage, c.token, c.offset, ++tag)
+                                 : a_->write(ab, src.data(), kPage, c.token, c.offset, ++tag);
+    ASSERT_EQ(posted, Status::kOk) << "the forged token passed no local check to get here";
+    const OpCompletion done = wait_completion();
+    EXPECT_EQ(done.tag, tag);
+    EXPECT_EQ(done.status, Status::kRemoteAccessError);
+    EXPECT_EQ(a_->channel_status(ab), Status::kClosed);
+    EXPECT_EQ(memory, before) << "the granting side's memory changed";
+    EXPECT_EQ(dst, dst_before) << "a refused read brought bytes back";
+  }
+  // The honest token still works, on a new channel, and on the old ones nothing else happened.
+  auto [ab, ba] = test::connect_endpoints(*a_, *b_);
+  (void)ba;
+  ASSERT_EQ(a_->write(ab, src.data(), kPage, rw, 0, 1), Status::kOk);
+  const OpCompletion ok = wait_completion();
+  EXPECT_EQ(ok.status, Status::kOk);
+  EXPECT_TRUE(same(window, src));
+  EXPECT_TRUE(std::equal(memory.begin(), memory.begin() + kPage, before.begin())) << "guard before";
+  EXPECT_TRUE(std::equal(memory.end() - kPage, memory.end(), before.end() - kPage)) << "guard after";
+  EXPECT_EQ(a_->channel_status(ab_), Status::kOk) << "the fixture's channel was disturbed";
 }
 
 }  // namespace
