@@ -104,7 +104,8 @@ class CreditSim {
           arrival(me, e.packet);
           // Credits we count as in flight must cover every request the peer holds or owes us for.
           const CreditWindow& peer = nodes_[1 - me].credits;
-          if (nodes_[me].credits.in_flight() < peer.held() + peer.owed()) ++nodes_[me].phantom_credits;
+          if (nodes_[me].credits.in_flight() < peer.held() + peer.owed())
+            ++nodes_[me].phantom_credits;
         }
         timers(me);
       }
@@ -112,9 +113,7 @@ class CreditSim {
     }
   }
 
-  bool done() const {
-    return nodes_[0].completed == per_side_ && nodes_[1].completed == per_side_;
-  }
+  bool done() const { return nodes_[0].completed == per_side_ && nodes_[1].completed == per_side_; }
   Time now() const { return now_; }
 
  private:
@@ -208,7 +207,8 @@ class CreditSim {
       n.last_heard = now_;
       n.probe_interval = config_.rto_initial;
     }
-    const Status s = n.tx.on_ack(h.ack, now_, [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(me, q); });
+    const Status s = n.tx.on_ack(
+        h.ack, now_, [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(me, q); });
     if (s != Status::kOk) return;
     while (in_step && !n.pending.empty() && seq_before(n.pending.front().seq, h.ack)) {
       n.pending.pop_front();
@@ -218,7 +218,8 @@ class CreditSim {
 
   void timers(int me) {
     Node& n = nodes_[me];
-    (void)n.tx.on_timer(now_, [&](Seq q, std::uint64_t) { resend(me, q); }, [](Seq, std::uint64_t) {});
+    (void)n.tx.on_timer(
+        now_, [&](Seq q, std::uint64_t) { resend(me, q); }, [](Seq, std::uint64_t) {});
     const bool waiting = !n.pending.empty() && now_ - n.last_heard >= n.probe_interval;
     const bool starved = n.credits.stalled();
     if ((waiting || starved) && now_ - n.last_probe >= n.probe_interval) {
@@ -271,7 +272,8 @@ ReliabilityConfig endpoint_config() {
 }
 
 void expect_clean(CreditSim& sim, std::uint64_t per_side) {
-  ASSERT_TRUE(sim.done()) << "completed " << sim.node(0).completed << " and " << sim.node(1).completed;
+  ASSERT_TRUE(sim.done()) << "completed " << sim.node(0).completed << " and "
+                          << sim.node(1).completed;
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(i == 0 ? "A" : "B");
     CreditSim::Node& n = sim.node(i);
