@@ -100,6 +100,9 @@ TEST(ReliableSender, CumulativeAcksRetireOldestFirst) {
   ASSERT_EQ(tx.on_ack(2, Time{}, r.fn(), kNever), Status::kOk);
   EXPECT_EQ(r.cookies, (std::vector<std::uint64_t>{0, 10}));
   ASSERT_EQ(tx.on_ack(2, Time{}, kNever, kNever), Status::kOk) << "repeated ack";
+  EXPECT_TRUE(tx.stale_ack(1));
+  EXPECT_FALSE(tx.stale_ack(2)) << "the newest ack applied";
+  EXPECT_FALSE(tx.stale_ack(5));
   ASSERT_EQ(tx.on_ack(1, Time{}, kNever, kNever), Status::kOk) << "stale ack";
   EXPECT_EQ(tx.stats().stale_acks, 1u);
   EXPECT_EQ(tx.on_ack(7, Time{}, kNever, kNever), Status::kInvalidArgument)

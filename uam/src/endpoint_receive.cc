@@ -57,7 +57,13 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
     return;
   }
   const Time t = poll_now_ != Time{} ? poll_now_ : now();
-  if (p->credits.on_credit_total(h.credits) != Status::kOk) {  // returns credits never spent
+  // UD: a header whose ack is older than one already applied was composed (or, a resend, first
+  // sent) before a header we have seen, and may have been held back for milliseconds (a
+  // descheduled vCPU, a busy backlog) while the peer's running total moved on by more than half
+  // its range: modulo 256 its old total would read as new credits (credit_window.h). Its total is
+  // not used; what it returns came or comes with newer headers (a probe's answer at the latest).
+  const bool fresh_total = !p->tx || !p->tx->stale_ack(h.ack);
+  if (fresh_total && p->credits.on_credit_total(h.credits) != Status::kOk) {  // credits never spent
     ++stats_.bad_credits;
     if (b != core::kNoBuffer) (void)net_->release(b);
     return;

@@ -6,7 +6,13 @@
 // lands in the buffer its request's credit reserved. Credits come back in the `credits` field of
 // every header from the peer, as a running total modulo 256 (on_credit_total), so a header seen
 // twice, late or out of order returns nothing twice, and the credits of a lost header come back
-// with the next one. W <= 127 keeps "newer" unambiguous modulo 256.
+// with the next one. W <= 127 keeps "newer" unambiguous modulo 256 — for totals at most 127
+// credits apart. Over UD a header can arrive milliseconds late (a descheduled vCPU, a busy
+// backlog) after totals more than 128 credits newer: its total would read as a jump forward, to
+// be refused (bad_totals) or, 256 - in_flight() or more behind, taken for credits never returned.
+// So uam::Endpoint applies the total of a UD header only when its ack is not older than one
+// already applied (ReliableSender::stale_ack): such a header is at most W plus the go-back-N
+// window credits behind — in range while the two add up to 128 or less (defaults: 8 + 64).
 //
 // Receiver side — the peer's requests to us. Each arriving request holds one of the W receive
 // buffers kept for this peer (on_request; one more than W means the peer overran, refused with

@@ -119,6 +119,10 @@ class ReliableSender {
     return deadline_;
   }
 
+  // True when `ack` is older than an ack already applied (on_ack() would call it stale): the
+  // peer composed the header carrying it before one already seen here.
+  bool stale_ack(Seq ack) const noexcept { return seq_distance(oldest_, ack) < 0; }
+
   // Numbers a new message and keeps `cookie` until it is acked; `seq` gets its number.
   // kNoResource when `window` messages are unacked, kClosed once failed (nothing changed).
   [[nodiscard]] Status push(std::uint64_t cookie, Time now, Seq& seq) noexcept {
