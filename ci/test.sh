@@ -39,6 +39,14 @@ logdir="$build/test-logs"
 
 ensure_unet_deps
 
+# Where the device tiers (and memcheck) run: here when this host has an RDMA device (unless
+# UNET_FORCE_VM=1), else in the VM. The fault tier always runs in the VM (--two-dev).
+device_where=vm
+if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
+  device_where=host
+  echo "== this host has RDMA device $dev: device tests run natively =="
+fi
+
 # Configures and builds one tree: build_tree DIR [SANITIZERS [TARGET...]] (every target if none).
 build_tree() {
   local dir=$1 san=${2:-}
@@ -73,12 +81,7 @@ run_tier() {
 run_tiers() {
   local tree=$1 prefix=$2 rc=0
   run_tier "$tree" unit host "${prefix}unit" || rc=1
-  if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
-    echo "== this host has RDMA device $dev: device tests run natively =="
-    run_tier "$tree" device host "${prefix}device" || rc=1
-  else
-    run_tier "$tree" device vm "${prefix}device" || rc=1
-  fi
+  run_tier "$tree" device "$device_where" "${prefix}device" || rc=1
   run_tier "$tree" fault vm "${prefix}fault" --two-dev || rc=1
   return "$rc"
 }
@@ -88,11 +91,10 @@ run_tiers() {
 run_memcheck() {
   local tree=$1 rc=0
   echo "== memcheck ($tree: ci/memcheck.sh's CI subset) =="
-  if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
-    ci/memcheck.sh "$tree" 2>&1 | tee "$build/memcheck.out" || rc=$?
-  else
-    ci/rxe-vm --timeout 900 -- ci/memcheck.sh "$tree" 2>&1 | tee "$build/memcheck.out" || rc=$?
-  fi
+  case $device_where in
+    host) ci/memcheck.sh "$tree" 2>&1 | tee "$build/memcheck.out" || rc=$? ;;
+    vm) ci/rxe-vm --timeout 900 -- ci/memcheck.sh "$tree" 2>&1 | tee "$build/memcheck.out" || rc=$? ;;
+  esac
   memcheck_line=$(grep -E '^memcheck: ' "$build/memcheck.out" | tail -n1) || true
   [ -n "$memcheck_line" ] || { memcheck_line="memcheck: no closing line"; rc=1; }
   return "$rc"
@@ -116,11 +118,7 @@ if [ "${UNET_TSAN_PASS:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
   build_tree "$build-tsan" thread unet_tsan_tests  # cmake/unet_test_labels.cmake
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
   run_tier "$build-tsan" tsan+unit host tsan-unit || status=1
-  if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
-    run_tier "$build-tsan" tsan+device host tsan-device || status=1
-  else
-    run_tier "$build-tsan" tsan+device vm tsan-device || status=1
-  fi
+  run_tier "$build-tsan" tsan+device "$device_where" tsan-device || status=1
 fi
 if [ "${UNET_FUZZ_SECONDS:-20}" != 0 ]; then
   echo "== configure and build ($build-fuzz, clang, libFuzzer targets) =="
