@@ -34,13 +34,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "endpoint_support.h"
 #include "failure_support.h"
+#include "kernel_files.h"
 #include "peer_protocol.h"
 #include "unet/core/endpoint.h"
 #include "unet/core/remote_token.h"
@@ -61,13 +61,6 @@ std::vector<std::string> words(const char* var) {
   std::istringstream in(v ? v : "");
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-std::string read_first_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  std::getline(f, line);
-  return line;
 }
 
 // The netdev under an rxe device's port 1 (the one its RoCEv2 GID, index 1, belongs to).
@@ -112,14 +105,10 @@ bool set_link(const std::string& dev, bool up) {
 
 // A neighbour (ARP) setting of a netdev, /proc/sys/net/ipv4/neigh/DEV/NAME; -1 when unreadable.
 long neigh_setting(const std::string& dev, const char* name) {
-  const std::string v = read_first_line("/proc/sys/net/ipv4/neigh/" + dev + "/" + name);
-  return v.empty() ? -1 : std::strtol(v.c_str(), nullptr, 10);
+  return read_long("/proc/sys/net/ipv4/neigh/" + dev + "/" + name);
 }
 bool set_neigh_setting(const std::string& dev, const char* name, long value) {
-  std::ofstream f("/proc/sys/net/ipv4/neigh/" + dev + "/" + name);
-  f << value << "\n";
-  f.close();
-  return static_cast<bool>(f);
+  return write_file("/proc/sys/net/ipv4/neigh/" + dev + "/" + name, std::to_string(value) + "\n");
 }
 
 // Sets the neighbour retransmission time of some netdevs for its lifetime, and puts the old

@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "endpoint_support.h"
+#include "kernel_files.h"
 #include "unet/core/endpoint.h"
 #include "unet/core/remote_token.h"
 #include "unet/verbs/device.h"
@@ -121,9 +121,7 @@ std::string device_sysfs_name() { return verbs::Context::open(device_name())->na
 // A port counter of the device (/sys/class/infiniband/<dev>/ports/1/hw_counters/<name>); -1 if
 // the device has none.
 long hw_counter(const std::string& dev, const char* name) {
-  std::ifstream in("/sys/class/infiniband/" + dev + "/ports/1/hw_counters/" + name);
-  long v = -1;
-  return in >> v ? v : -1;
+  return read_long("/sys/class/infiniband/" + dev + "/ports/1/hw_counters/" + name);
 }
 
 // --- 1. completion queue near full -----------------------------------------------------------
@@ -434,49 +432,38 @@ class RdmaCgroup {
         return std::string("cannot mount cgroup2: ") + std::strerror(errno);
       mounted_ = true;
     }
-    if (read(root_ / "cgroup.controllers").find("rdma") == std::string::npos)
+    if (read_file(root_ / "cgroup.controllers").find("rdma") == std::string::npos)
       return "the kernel has no rdma cgroup controller";
-    if (read(root_ / "cgroup.subtree_control").find("rdma") == std::string::npos) {
-      if (!write(root_ / "cgroup.subtree_control", "+rdma")) return "cannot enable the rdma controller";
+    if (read_file(root_ / "cgroup.subtree_control").find("rdma") == std::string::npos) {
+      if (!write_file(root_ / "cgroup.subtree_control", "+rdma")) return "cannot enable the rdma controller";
       enabled_ = true;
     }
     // Where this process is now ("0::/path"), to come back to.
-    std::string self = read("/proc/self/cgroup");
+    std::string self = read_file("/proc/self/cgroup");
     const auto at = self.find("0::");
     if (at == std::string::npos) return "not in a cgroup v2 hierarchy";
     home_ = root_ / self.substr(at + 4, self.find('\n', at) - at - 4);  // after "0::/"
     child_ = root_ / ("unet-resource-" + std::to_string(::getpid()));
     if (!std::filesystem::create_directory(child_)) return "cannot create " + child_.string();
     created_ = true;
-    if (!write(child_ / "cgroup.procs", std::to_string(::getpid()))) return "cannot move into " + child_.string();
+    if (!write_file(child_ / "cgroup.procs", std::to_string(::getpid()))) return "cannot move into " + child_.string();
     inside_ = true;
     return {};
   }
   // hca_object charged to the child for the device now (0 before any charge).
-  long objects() const { return field(read(child_ / "rdma.current"), "hca_object="); }
+  long objects() const { return field(read_file(child_ / "rdma.current"), "hca_object="); }
   // Caps the device's hca_object (-1: "max").
   bool limit(long objects) const {
-    return write(child_ / "rdma.max", dev_ + " hca_object=" + (objects < 0 ? "max" : std::to_string(objects)));
+    return write_file(child_ / "rdma.max", dev_ + " hca_object=" + (objects < 0 ? "max" : std::to_string(objects)));
   }
   void restore() {
-    if (inside_ && write(home_ / "cgroup.procs", std::to_string(::getpid()))) inside_ = false;
+    if (inside_ && write_file(home_ / "cgroup.procs", std::to_string(::getpid()))) inside_ = false;
     if (created_ && !inside_ && ::rmdir(child_.c_str()) == 0) created_ = false;
-    if (enabled_ && !created_ && write(root_ / "cgroup.subtree_control", "-rdma")) enabled_ = false;
+    if (enabled_ && !created_ && write_file(root_ / "cgroup.subtree_control", "-rdma")) enabled_ = false;
     if (mounted_ && !created_ && ::umount(root_.c_str()) == 0) mounted_ = false;
   }
 
  private:
-  static std::string read(const std::filesystem::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  static bool write(const std::filesystem::path& p, const std::string& text) {
-    std::ofstream out(p);
-    out << text << std::flush;
-    return static_cast<bool>(out);
-  }
   // The number after `key` on the device's line of an rdma.* file; 0 when the device has no line.
   long field(const std::string& text, const std::string& key) const {
     std::istringstream in(text);
