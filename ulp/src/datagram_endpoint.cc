@@ -28,6 +28,7 @@ struct DatagramEndpoint::Port {
   Port(std::uint16_t p, std::uint32_t depth) : port(p), queue(depth) {}
   std::uint16_t port;
   core::DescriptorRing<Entry> queue;
+  std::unique_ptr<SocketFd> fd;  // made by port_fd(); null until asked for
 };
 
 DatagramEndpoint::DatagramEndpoint(const core::EndpointConfig& net, const DatagramConfig& config)
@@ -74,8 +75,24 @@ Status DatagramEndpoint::unbind(std::uint16_t port) noexcept {
   if (it == ports_.end()) return Status::kNotFound;
   Entry e;
   while ((*it)->queue.pop_into(e)) drop(e);
-  ports_.erase(it);
+  ports_.erase(it);  // closes the port's fd, if it has one
   return Status::kOk;
+}
+
+Status DatagramEndpoint::port_fd(std::uint16_t port, int& out) noexcept {
+  Port* p = find(port);
+  if (!p) return Status::kNotFound;
+  if (!p->fd) {
+    if (Status s = SocketFd::create(net_->notify_fd(), p->fd); s != Status::kOk) return s;
+    refresh(*p);
+  }
+  out = p->fd->fd();
+  return Status::kOk;
+}
+
+// Keeps a port's fd signalled exactly while a datagram waits (no syscall unless that changed).
+void DatagramEndpoint::refresh(Port& port) noexcept {
+  if (port.fd) port.fd->set(!port.queue.empty());
 }
 
 Status DatagramEndpoint::send_to(std::uint16_t src_port, ChannelId peer, std::uint16_t dst_port,
@@ -168,6 +185,7 @@ void DatagramEndpoint::deliver(Port& port, const Entry& e) noexcept {
   *slot = e;
   port.queue.commit();
   ++stats_.delivered;
+  refresh(port);
 }
 
 // Gives back what a datagram holds.
@@ -190,6 +208,7 @@ Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out,
   drop(e);
   p->queue.pop();
   ++stats_.received;
+  refresh(*p);
   return Status::kOk;
 }
 

@@ -30,6 +30,7 @@
 #include "unet/core/endpoint.h"
 #include "unet/ulp/datagram_header.h"
 #include "unet/ulp/reassembler.h"
+#include "unet/ulp/socket_fd.h"
 
 namespace unet::ulp {
 
@@ -97,10 +98,23 @@ class DatagramEndpoint {
   // small; kNotFound for an unbound port.
   Status recv_from(std::uint16_t port, std::span<std::byte> out, DatagramInfo& info) noexcept;
 
-  // For epoll/select: a file descriptor that turns readable when the endpoint may have work (an
-  // arrival or a completion) for any of its ports and connections. Once it fires: poll(), serve
-  // the sockets, then arm() before waiting on it again (arm() consumes the events and re-arms;
-  // poll once more after it, as something may have come in between).
+  // For epoll/select, two ways.
+  //
+  // Per port: port_fd(port, fd) gives bound `port` its own file descriptor (socket_fd.h), made on
+  // the first call (the same fd after) and closed by unbind(port) or the destructor. It is
+  // readable while a datagram waits on the port (level-triggered: recv_from draining the queue
+  // clears it), and also while the endpoint has device work poll() must do. kNotFound for an
+  // unbound port (nothing created); kNoResource when the kernel refuses an fd (EMFILE...). The
+  // loop: add the port fds to your epoll (EPOLLIN); when any fires, poll(), recv_from the ports
+  // until kNoResource, then arm() and poll() once more (the device-work member stays readable
+  // until arm(), and something may have come in before it), serve again, and go back to
+  // epoll_wait with next_timer_ms() as its timeout.
+  //
+  // Per endpoint: fd() turns readable when the endpoint may have work (an arrival or a
+  // completion) for any of its ports. Once it fires: poll(), serve the ports, then arm() before
+  // waiting on it again (arm() consumes the events and re-arms; poll once more after it, as
+  // something may have come in between).
+  Status port_fd(std::uint16_t port, int& out) noexcept;
   int fd() const noexcept { return net_->notify_fd(); }
   Status arm() noexcept { return net_->arm(); }
   // Milliseconds until reassembly needs a poll() to expire incomplete datagrams; -1 when nothing
@@ -118,6 +132,7 @@ class DatagramEndpoint {
   void arrival(const core::Descriptor& d) noexcept;
   void deliver(Port& port, const Entry& e) noexcept;
   void drop(const Entry& e) noexcept;
+  static void refresh(Port& port) noexcept;
   Port* find(std::uint16_t port) noexcept;
   Time now() const noexcept;
 
@@ -128,7 +143,8 @@ class DatagramEndpoint {
   std::uint32_t next_id_ = 0;
   Reassembler reassembly_;
   core::CycleClock clock_;
-  std::vector<std::unique_ptr<Port>> ports_;  // bound ports (at most max_ports)
+  // Bound ports (at most max_ports), with their fds: after net_, so the fds close first.
+  std::vector<std::unique_ptr<Port>> ports_;
 };
 
 }  // namespace unet::ulp
