@@ -26,6 +26,8 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
     conns_.back()->id = i;
   }
   listeners_.reserve(config.max_listeners);
+  conn_sockets_.resize(config.max_connections);
+  listener_fds_.resize(config.max_listeners);
   isn_salt_ = static_cast<std::uint32_t>(core::CycleClock::now());
   net_->set_upcall([this](const core::Descriptor& d) { arrival(d); });
 }
@@ -84,7 +86,10 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
   return nullptr;
 }
 
-void StreamEndpoint::free_conn(Conn& c) noexcept { c.used = false; }
+void StreamEndpoint::free_conn(Conn& c) noexcept {
+  c.used = false;
+  drop_fd(c.id);
+}
 
 std::uint32_t StreamEndpoint::receive_window(const Conn& c) const noexcept {
   const std::uint32_t room = (c.rmask + 1) - (c.rcv_nxt - c.rcv_read);
@@ -111,6 +116,8 @@ Status StreamEndpoint::accept(std::uint16_t port, ConnId& out) noexcept {
     conns_[id]->accepted = true;
     conns_[id]->in_backlog = false;
     out = id;
+    if (SocketFd* fd = listener_fds_[static_cast<std::size_t>(&l - listeners_.data())].get())
+      fd->set(!l->ready.empty());
     return Status::kOk;
   }
   return Status::kNotFound;
@@ -170,6 +177,7 @@ Status StreamEndpoint::send(ConnId id, std::span<const std::byte> data, std::siz
   accepted = n;
   output(*c);
   (void)net_->flush();
+  refresh(id);
   return Status::kOk;
 }
 
@@ -192,6 +200,7 @@ Status StreamEndpoint::recv(ConnId id, std::span<std::byte> out, std::size_t& go
   got = n;
   // Reading opened the window from (nearly) shut: tell the peer now, or it waits for a probe.
   if (before < mss_ && receive_window(*c) >= mss_) c->ack_pending = true;
+  refresh(id);
   return Status::kOk;
 }
 
@@ -203,6 +212,7 @@ Status StreamEndpoint::shutdown(ConnId id) noexcept {
   if (transition(c->state, StreamEvent::kClose, t) != Status::kOk) return Status::kInvalidState;
   step(*c, StreamEvent::kClose);
   (void)net_->flush();
+  refresh(id);
   return Status::kOk;
 }
 
@@ -216,6 +226,7 @@ Status StreamEndpoint::close(ConnId id) noexcept {
   }
   Status s = shutdown(id);
   c->released = true;  // finishes in the background; freed when it reaches kClosed
+  drop_fd(id);
   return s == Status::kInvalidState ? Status::kOk : s;
 }
 

@@ -71,6 +71,7 @@ int StreamEndpoint::poll() noexcept {
     output(c);
     if (c.ack_pending) send_ack_now(c);
   }
+  refresh_fds();
   const int f = net_->flush();
   return f < 0 ? f : n + f;
 }

@@ -39,6 +39,7 @@
 #include "unet/ulp/congestion.h"
 #include "unet/core/rtt_estimator.h"
 #include "unet/ulp/segment_header.h"
+#include "unet/ulp/socket_fd.h"
 #include "unet/ulp/stream_state.h"
 
 namespace unet::ulp {
@@ -150,10 +151,38 @@ class StreamEndpoint {
   // Counters and control state (RTT, RTO, cwnd...), a snapshot taken now; empty for an invalid id.
   std::optional<StreamStats> stats(ConnId c) const noexcept;
 
-  // For epoll/select: a file descriptor that turns readable when the endpoint may have work (an
-  // arrival or a completion) for any of its ports and connections. Once it fires: poll(), serve
-  // the sockets, then arm() before waiting on it again (arm() consumes the events and re-arms;
-  // poll once more after it, as something may have come in between).
+  // --- readiness, as epoll reports it (kReadable, kWritable: socket_fd.h) ---
+  // The bits of `c` that hold now (0 for an invalid id). kReadable: recv() would not return
+  // kNoResource — unread bytes, the peer's FIN (end of stream), or the connection's error.
+  // kWritable: established or close-wait, not shut down, with room in the send buffer; or failed
+  // (so a nonblocking connect's outcome, either way, shows as writable, as TCP's does).
+  unsigned readiness(ConnId c) const noexcept;
+  // Which bits of `c` signal its conn_fd (default kReadable, back to it when the id is reused):
+  // kNotFound for an invalid id, kInvalidArgument for bits other than kReadable | kWritable.
+  Status set_interest(ConnId c, unsigned events) noexcept;
+
+  // For epoll/select, two ways.
+  //
+  // Per socket: conn_fd(c, fd) gives connection `c` its own file descriptor (socket_fd.h),
+  // readable while readiness(c) & its interest is non-zero; listener_fd(port, fd) gives listener
+  // `port` one, readable while an established connection waits in its backlog for accept(). Each
+  // is made on the first call (the same fd after); a conn fd closes at close(c) / abort(c) (when
+  // the id turns invalid), a listener fd with the endpoint. Both are level-triggered and also
+  // readable while the endpoint has device work poll() must do. kNotFound for an invalid id or a
+  // port nobody listens on (nothing created); kNoResource when the kernel refuses an fd (EMFILE).
+  // The loop: add the socket fds to your epoll (EPOLLIN); when any fires, poll(), serve the ready
+  // sockets (recv until kNoResource, send until it takes less, accept until kNoResource), then
+  // arm() and poll() once more (the device-work member stays readable until arm(), and something
+  // may have come in before it), serve again, and go back to epoll_wait with next_timer_ms() as
+  // its timeout. Readiness is recomputed after every poll() and every call that can change it,
+  // with a syscall only when a socket's state flips.
+  //
+  // Per endpoint: fd() turns readable when the endpoint may have work (an arrival or a
+  // completion) for any of its ports and connections. Once it fires: poll(), serve the sockets,
+  // then arm() before waiting on it again (arm() consumes the events and re-arms; poll once more
+  // after it, as something may have come in between).
+  Status conn_fd(ConnId c, int& out) noexcept;
+  Status listener_fd(std::uint16_t port, int& out) noexcept;
   int fd() const noexcept { return net_->notify_fd(); }
   Status arm() noexcept { return net_->arm(); }
   // Milliseconds until the next timer (retransmission, keepalive, handshake, TIME_WAIT) needs a
@@ -188,6 +217,10 @@ class StreamEndpoint {
   const Conn* get(ConnId c) const noexcept;
   Conn* new_conn(ChannelId peer, std::uint16_t local, std::uint16_t remote, ConnId& id) noexcept;
   std::uint32_t receive_window(const Conn& c) const noexcept;
+  unsigned readiness(const Conn& c) const noexcept;
+  void refresh(ConnId c) noexcept;
+  void refresh_fds() noexcept;
+  void drop_fd(ConnId c) noexcept;
   Time now() const noexcept;
 
   StreamConfig config_;
@@ -200,6 +233,15 @@ class StreamEndpoint {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::uint16_t next_port_ = 49152;
   std::uint32_t isn_salt_ = 0;
+  // Per-socket fds (after net_, so they close first). A slot per connection id and per listener
+  // (listeners_[i] has listener_fds_[i]), all made at construction; an fd only when asked for.
+  struct ConnSocket {
+    std::unique_ptr<SocketFd> fd;
+    unsigned interest = kReadable;
+  };
+  std::vector<ConnSocket> conn_sockets_;
+  std::vector<std::unique_ptr<SocketFd>> listener_fds_;
+  std::uint32_t open_fds_ = 0;  // poll() skips the readiness pass when none is open
 };
 
 }  // namespace unet::ulp
