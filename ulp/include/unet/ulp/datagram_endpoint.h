@@ -13,7 +13,8 @@
 //
 // Arrivals wait in the bound port's queue (up to port_queue datagrams) until recv_from copies
 // them out; a one-fragment datagram stays in its segment buffer until then, so a port that is not
-// read holds buffers — bounded by port_queue. Progress: poll(), or wait(port, timeout).
+// read holds buffers — bounded by port_queue. Progress: poll(), or wait(port, timeout), or an
+// epoll loop on the endpoint's fd() or on each port's own port_fd() (see there).
 // Threading as core::Endpoint: one thread. Set-up throws; the data path returns Status and does
 // not allocate.
 #pragma once

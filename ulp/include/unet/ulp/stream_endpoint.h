@@ -20,7 +20,8 @@
 // A segment past a gap is kept at its place in the receive buffer (up to 16 separate ranges) and
 // answered with an immediate duplicate ack; filling the gap acknowledges all of it at once.
 // Limited transmit (RFC 3042) lets a small window still collect three duplicate acks.
-// Progress: poll(), or wait(conn, timeout). One thread, as
+// Progress: poll(), or wait(conn, timeout), or an epoll loop on the endpoint's fd() or on each
+// connection's conn_fd() and listener's listener_fd() (see there). One thread, as
 // core::Endpoint. Set-up throws; the data path returns Status and never allocates (connection
 // buffers are allocated at construction, max_connections of each).
 #pragma once
