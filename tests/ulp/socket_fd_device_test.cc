@@ -6,6 +6,7 @@
 // destructors close them.
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -33,6 +34,23 @@ int open_fds() {
   int n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
   return n;
+}
+
+// Runs `f` with no fd number left to open (RLIMIT_NOFILE at the lowest free one), and returns
+// its result.
+template <class F>
+Status with_no_fds_left(F f) {
+  rlimit old{};
+  EXPECT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  const int lowest = ::dup(0);
+  EXPECT_GE(lowest, 0);
+  ::close(lowest);
+  rlimit tight = old;
+  tight.rlim_cur = static_cast<rlim_t>(lowest);
+  EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  const Status s = f();
+  EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  return s;
 }
 
 bool readable(int fd) {
@@ -189,6 +207,10 @@ TEST(SocketFdDatagram, BadPortCreatesNothingAndUnbindAndDestructorClose) {
     EXPECT_EQ(ep.port_fd(3, out), Status::kNotFound);
     EXPECT_EQ(out, -7) << "output untouched on failure";
     EXPECT_EQ(open_fds(), with_endpoint);
+
+    EXPECT_EQ(with_no_fds_left([&] { return ep.port_fd(1, out); }), Status::kNoResource);
+    EXPECT_EQ(out, -7);
+    EXPECT_EQ(open_fds(), with_endpoint) << "nothing left open by the refusal";
 
     int f1 = -1, f2 = -1;
     ASSERT_EQ(ep.port_fd(1, f1), Status::kOk);
@@ -382,6 +404,8 @@ TEST(SocketFdStream, BadIdsCreateNothingAndCloseAbortAndDestructorClose) {
     EXPECT_EQ(open_fds(), with_endpoints);
 
     ASSERT_EQ(p.b.listen(80), Status::kOk);
+    EXPECT_EQ(with_no_fds_left([&] { return p.b.listener_fd(80, out); }), Status::kNoResource);
+    EXPECT_EQ(open_fds(), with_endpoints) << "nothing left open by the refusal";
     int lfd = -1;
     ASSERT_EQ(p.b.listener_fd(80, lfd), Status::kOk);
     ConnId c1, c2, c3, s1 = kNoConn;
@@ -390,6 +414,9 @@ TEST(SocketFdStream, BadIdsCreateNothingAndCloseAbortAndDestructorClose) {
     ASSERT_EQ(p.a.connect(p.ab, 80, c3), Status::kOk);
     ASSERT_TRUE(p.pump([&] { return p.b.accept(80, s1) == Status::kOk; }));
     EXPECT_EQ(p.a.set_interest(c1, kReadable | kWritable | 4u), Status::kInvalidArgument);
+    EXPECT_EQ(with_no_fds_left([&] { return p.a.conn_fd(c1, out); }), Status::kNoResource);
+    EXPECT_EQ(out, -7);
+    EXPECT_EQ(open_fds(), with_endpoints + 2) << "only the listener fd";
     int f1, f2, f3, fs;
     ASSERT_EQ(p.a.conn_fd(c1, f1), Status::kOk);
     ASSERT_EQ(p.a.conn_fd(c2, f2), Status::kOk);
