@@ -113,7 +113,8 @@ std::vector<int> ready_sockets(const AppEpoll& app, Ep& ep) {
 // ms at most: the peer, in this thread, needs polling too), then poll/arm/poll the served
 // endpoint. Counts the turns epoll_wait woke for a socket fd.
 template <class Ep, class Peer>
-bool serve_until(const AppEpoll& app, Ep& ep, Peer& peer, const std::function<bool()>& done, int* wakeups = nullptr) {
+bool serve_until(const AppEpoll& app, Ep& ep, Peer& peer, const std::function<bool()>& done,
+                 int* wakeups = nullptr) {
   const auto end = std::chrono::steady_clock::now() + 10s;
   while (std::chrono::steady_clock::now() < end) {
     if (peer.poll() < 0) return false;
@@ -161,9 +162,11 @@ TEST(SocketFdDatagram, OnlyThePortWithADatagramIsReadable) {
 
   // Three datagrams to port A only: one small, one in a segment buffer, one reassembled.
   const std::size_t sizes[] = {40, 1500, 20000};
-  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_EQ(p.a.send_to(1, p.ab, kA, pattern(sizes[i], i)), Status::kOk);
+  for (std::uint32_t i = 0; i < 3; ++i)
+    ASSERT_EQ(p.a.send_to(1, p.ab, kA, pattern(sizes[i], i)), Status::kOk);
   int wakeups = 0;
-  ASSERT_TRUE(serve_until(app, p.b, p.a, [&] { return p.b.stats().delivered == 3; }, &wakeups));
+  ASSERT_TRUE(serve_until(
+      app, p.b, p.a, [&] { return p.b.stats().delivered == 3; }, &wakeups));
   EXPECT_GT(wakeups, 0) << "the arrivals never woke the app's epoll through a socket fd";
   EXPECT_EQ(ready_sockets(app, p.b), std::vector<int>{fa});
 
@@ -175,7 +178,8 @@ TEST(SocketFdDatagram, OnlyThePortWithADatagramIsReadable) {
     ASSERT_EQ(p.b.recv_from(kA, buf, info), Status::kOk);
     EXPECT_EQ(info.src_port, 1);
     ASSERT_EQ(info.length, sizes[i]);
-    EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + info.length, pattern(sizes[i], i).begin())) << "datagram " << i;
+    EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + info.length, pattern(sizes[i], i).begin()))
+        << "datagram " << i;
   }
   EXPECT_EQ(ready_sockets(app, p.b), std::vector<int>{}) << "A is drained";
 
@@ -278,9 +282,11 @@ TEST(SocketFdStream, ListenerAndConnectionsSignalOnlyWhenReady) {
   ASSERT_EQ(p.a.connect(p.ab, 80, c1), Status::kOk);
   ASSERT_EQ(p.a.connect(p.ab, 80, c2), Status::kOk);
   int wakeups = 0;
-  ASSERT_TRUE(serve_until(app, p.b, p.a, [&] { return p.established(c1) && p.established(c2); }, &wakeups));
+  ASSERT_TRUE(serve_until(
+      app, p.b, p.a, [&] { return p.established(c1) && p.established(c2); }, &wakeups));
   EXPECT_GT(wakeups, 0);
-  ASSERT_TRUE(serve_until(app, p.b, p.a, [&] { return ready_sockets(app, p.b) == std::vector<int>{lfd}; }));
+  ASSERT_TRUE(
+      serve_until(app, p.b, p.a, [&] { return ready_sockets(app, p.b) == std::vector<int>{lfd}; }));
   ASSERT_EQ(p.b.accept(80, s1), Status::kOk);
   EXPECT_EQ(ready_sockets(app, p.b), std::vector<int>{lfd}) << "one more waits";
   ASSERT_EQ(p.b.accept(80, s2), Status::kOk);
@@ -302,10 +308,12 @@ TEST(SocketFdStream, ListenerAndConnectionsSignalOnlyWhenReady) {
   std::size_t took = 0;
   ASSERT_EQ(p.a.send(c1, data, took), Status::kOk);
   ASSERT_EQ(took, kBytes);
-  ASSERT_TRUE(serve_until(app, p.b, p.a, [&] {
-    return p.b.stats(s1)->bytes_received + p.b.stats(s2)->bytes_received == kBytes;
-  }, &wakeups));
-  if (p.b.stats(s2)->bytes_received == kBytes) {  // accepted the other way round: s1 is c1's from now
+  ASSERT_TRUE(serve_until(
+      app, p.b, p.a,
+      [&] { return p.b.stats(s1)->bytes_received + p.b.stats(s2)->bytes_received == kBytes; },
+      &wakeups));
+  if (p.b.stats(s2)->bytes_received ==
+      kBytes) {  // accepted the other way round: s1 is c1's from now
     std::swap(s1, s2);
     std::swap(f1, f2);
   }
@@ -369,14 +377,16 @@ TEST(SocketFdStream, ConnectShowsAsWritableEitherWay) {
   EXPECT_EQ(ready_sockets(app, p.a), std::vector<int>{}) << "both connects still in progress";
 
   int wakeups = 0;
-  ASSERT_TRUE(serve_until(app, p.a, p.b,
-                          [&] { return p.established(ok) && (p.a.readiness(refused) & kWritable) != 0; }, &wakeups));
+  ASSERT_TRUE(serve_until(
+      app, p.a, p.b, [&] { return p.established(ok) && (p.a.readiness(refused) & kWritable) != 0; },
+      &wakeups));
   EXPECT_GT(wakeups, 0);
   EXPECT_EQ(ready_sockets(app, p.a), (std::vector<int>{std::min(fok, fref), std::max(fok, fref)}));
   EXPECT_EQ(p.a.readiness(ok), kWritable);
   EXPECT_EQ(p.a.readiness(refused), kReadable | kWritable) << "failed: both, as TCP's POLLERR";
   std::size_t took = 0;
-  EXPECT_EQ(p.a.send(refused, pattern(10, 1), took), Status::kClosed) << "the refusal, reported by send";
+  EXPECT_EQ(p.a.send(refused, pattern(10, 1), took), Status::kClosed)
+      << "the refusal, reported by send";
   EXPECT_EQ(p.a.send(ok, pattern(10, 1), took), Status::kOk);
   EXPECT_EQ(took, 10u);
   EXPECT_EQ(p.b.stats().refused_syn, 1u);
