@@ -4,7 +4,7 @@
 Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat, ib_read_lat,
 ib_send_bw, ib_write_bw for the endpoint tests, ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
 for the active-message tests on unet RC and UD; for the user-level protocols (ulp, on UD) rsockets'
-rstream (stream_lat 64 B and stream_bw 64 KiB) and the kernel's TCP and UDP over the VM's veth
+rstream (stream_lat 64 B and stream_bw 64 KiB, copied and zero-copy) and the kernel's TCP and UDP over the VM's veth
 (sockperf ping-pong: stream_lat and dgram_lat 64 B) — with the same sizes and iteration counts,
 interleaved (the order of each pair alternates between rounds), for several rounds, and reports
 for each pair the median of the rounds and the median unet / peer ratio with its spread (min..max
@@ -353,6 +353,9 @@ def cases(a, limits):
     if "stream_bw" in a.tests:
         out.append((f"stream_bw {ULP_BW_SIZE} B", BW, ULP_BW_SIZE, "stream_bw", (), "rstream bw", "BW average MB/s",
                     "UD"))
+        # The same with zero-copy sends from the client's memory (a direct-access endpoint).
+        out.append((f"stream_bw {ULP_BW_SIZE} B zero-copy", BW, ULP_BW_SIZE, "stream_bw", ("--mode", "direct"),
+                    "rstream bw", "BW average MB/s", "UD"))
     if "dgram_lat" in a.tests:
         out.append((f"dgram_lat {ULP_LAT_SIZE} B", LAT, ULP_LAT_SIZE, "dgram_lat", (), "sockperf UDP", "t_typical us",
                     "UD"))

@@ -64,7 +64,7 @@ DEFINE_int32(I, 44,
 DEFINE_bool(R, false, "set the channel up through rdma_cm");
 DEFINE_bool(e, false, "wait on completion events instead of polling");
 DEFINE_bool(F, false, "accepted for perftest compatibility; no effect");
-DEFINE_string(mode, "", "base or direct (default: the test's own; a mismatch is an error)");
+DEFINE_string(mode, "", "base or direct (default: the test's own; a mismatch is an error; stream_bw takes either: direct sends zero-copy)");
 DEFINE_int32(batch, 1, "*_bw: descriptors pushed per poll (one doorbell)");
 DEFINE_int64(warmup, 100,
              "untimed iterations before the timed ones (default 100 for *_lat, 0 for *_bw)");
@@ -264,8 +264,9 @@ int main(int argc, char** argv) {
     RunInfo info;
     info.device = cfg.device.empty() ? "(the first device)" : cfg.device;
     const auto [inline_threshold, inline_post_limit, max_message] = probe_device(cfg);
-    info.inline_threshold = cfg.mode == core::Mode::kDirectAccess ? 0 : inline_threshold;
-    info.inline_post_limit = cfg.mode == core::Mode::kDirectAccess ? 0 : inline_post_limit;
+    const bool no_inline = cfg.mode == core::Mode::kDirectAccess && !cfg.is_ulp();  // da_*: none
+    info.inline_threshold = no_inline ? 0 : inline_threshold;
+    info.inline_post_limit = no_inline ? 0 : inline_post_limit;
     if (cfg.is_am()) info.am_limit = am_payload_limit(cfg.transport, max_message);
     if (cfg.limits) {
       const std::uint64_t most = cfg.is_am()                             ? info.am_limit

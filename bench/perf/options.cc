@@ -137,7 +137,9 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   if (!f.mode.empty()) {
     if (f.mode != "base" && f.mode != "direct")
       return "--mode must be base or direct, not '" + f.mode + "'";
-    if (f.mode != mode_name(c.mode))
+    if (c.test == TestKind::kStreamBw)  // either: copied sends, or zero-copy ones (direct)
+      c.mode = f.mode == "direct" ? core::Mode::kDirectAccess : core::Mode::kBaseLevel;
+    else if (f.mode != mode_name(c.mode))
       return "--mode " + f.mode + " does not fit --test " + f.test + ", a " +
              (is_direct(c.test) ? "direct-access" : "base-level") + " test";
   }

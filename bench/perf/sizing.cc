@@ -110,7 +110,7 @@ core::EndpointConfig ulp_endpoint_config(const PerfConfig& c) {
   e.port = c.ib_port;
   e.gid_index = c.gid_index;
   e.transport = core::Transport::kUd;
-  e.mode = core::Mode::kBaseLevel;
+  e.mode = c.mode;  // direct: stream_bw's zero-copy sends
   if (c.inline_size) {
     e.inline_threshold = *c.inline_size;
     e.inline_post_limit = *c.inline_size;

@@ -18,8 +18,11 @@
 // knows that the server acknowledged it — end to end, as ep_bw: the send buffer holds only bytes
 // not yet acknowledged (at most kUlpStreamBuffer), so once send() has taken the byte at offset
 // end + kUlpStreamBuffer the message ending at `end` was acknowledged; the messages left at the
-// end complete when the client's FIN (sent after all data) is acknowledged. BW and message rate as
-// perftest defines them (report.h); the server's byte count is compared at the end.
+// end complete when the client's FIN (sent after all data) is acknowledged. With --mode direct the
+// client sends zero-copy instead (send_zero_copy from 16 message slots of its own memory, the
+// endpoint direct-access) and a message is complete when its completion reports it acknowledged.
+// BW and message rate as perftest defines them (report.h); the server's byte count is compared at
+// the end.
 //
 // Checks: every datagram and every stream message has its length; the first and the last carry
 // the check pattern, and datagrams of 8 bytes or more carry their index in the first 8 (lost,
@@ -371,26 +374,10 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
   return result;
 }
 
-SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
+// stream_bw's client, copying: send() takes each message into the send buffer.
+void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted, std::vector<std::uint64_t>& completed) {
   const std::uint64_t total = total_of(r.c), warmup = r.c.warmup;
   const std::uint64_t bytes = total * r.size;
-  SizeResult result = SizeResult::of(r.size, r.c.iterations);
-
-  if (!r.c.is_client()) {  // server: read and count, message by message
-    std::vector<std::byte> in(r.size);
-    std::uint64_t got = 0;
-    for (std::uint64_t k = 0; k < total; ++k) {
-      recv_exact(r, in, k == 0 ? "data from the client" : "more data");
-      got += r.size;
-      if (k == 0 || k + 1 == total)
-        if (std::string bad = check_message(in, k, total, false, "message"); !bad.empty())
-          throw PerfError(bad);
-    }
-    serve_end(r, got);
-    return result;
-  }
-
-  std::vector<std::uint64_t> posted(r.c.iterations), completed(r.c.iterations);
   std::vector<std::byte> out(r.size);
   std::uint64_t taken = 0;  // bytes send() took so far
   std::uint64_t acked = 0;  // messages known to be acknowledged
@@ -425,6 +412,70 @@ SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
       },
       "the acknowledgement of the last bytes");
   complete_up_to(total, core::CycleClock::now());
+}
+
+// stream_bw's client, zero-copy (--mode direct): message k goes from slot k % kSlots of the
+// application's memory with send_zero_copy, and is complete when its completion says the server
+// acknowledged all of it; only then is its slot used again.
+void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted, std::vector<std::uint64_t>& completed) {
+  constexpr std::uint64_t kSlots = ulp::StreamEndpoint::kMaxZeroCopySends;
+  const std::uint64_t total = total_of(r.c), warmup = r.c.warmup;
+  std::vector<std::byte> memory(kSlots * r.size);
+  std::uint64_t next = 0, done = 0;
+  auto reap = [&] {
+    ulp::ZeroCopyCompletion z;
+    while (r.ep.zero_copy_completion(z) == Status::kOk) {
+      if (z.status != Status::kOk) r.progress.failed("a zero-copy send", z.status);
+      if (z.tag != done)
+        throw PerfError("zero-copy send " + std::to_string(z.tag) + " completed in place of " + std::to_string(done));
+      if (done >= warmup) completed[done - warmup] = core::CycleClock::now();
+      ++done;
+    }
+    return done == total;
+  };
+  auto push = [&] {
+    reap();
+    while (next < total && next - done < kSlots) {
+      const std::span<std::byte> msg = std::span(memory).subspan((next % kSlots) * r.size, r.size);
+      fill_message(msg, next, total, false);
+      const Status st = r.ep.send_zero_copy(r.conn, msg, next);
+      if (st == Status::kNoResource) return false;
+      if (st != Status::kOk) r.progress.failed("send_zero_copy", st);
+      if (next >= warmup) posted[next - warmup] = core::CycleClock::now();
+      ++next;
+    }
+    return next == total;
+  };
+  if (!push()) r.progress.until(push, "room for a zero-copy send");
+  if (Status st = r.ep.shutdown(r.conn); st != Status::kOk) r.progress.failed("shutdown", st);
+  if (!reap()) r.progress.until(reap, "the acknowledgement of the last zero-copy sends");
+}
+
+SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
+  const std::uint64_t total = total_of(r.c);
+  const std::uint64_t bytes = total * r.size;
+  SizeResult result = SizeResult::of(r.size, r.c.iterations);
+
+  if (!r.c.is_client()) {  // server: read and count, message by message
+    std::vector<std::byte> in(r.size);
+    std::uint64_t got = 0;
+    for (std::uint64_t k = 0; k < total; ++k) {
+      recv_exact(r, in, k == 0 ? "data from the client" : "more data");
+      got += r.size;
+      if (k == 0 || k + 1 == total)
+        if (std::string bad = check_message(in, k, total, false, "message"); !bad.empty())
+          throw PerfError(bad);
+    }
+    serve_end(r, got);
+    return result;
+  }
+
+  std::vector<std::uint64_t> posted(r.c.iterations), completed(r.c.iterations);
+  if (r.c.mode == core::Mode::kDirectAccess) {
+    stream_bw_zero_copy(r, posted, completed);
+  } else {
+    stream_bw_copied(r, posted, completed);
+  }
   result.server_count = client_end(r, result, bytes, true);
   result.bandwidth = compute_bw(posted, completed, r.size, clock.ticks_per_us());
   return result;

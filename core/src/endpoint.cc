@@ -77,6 +77,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
     qc.max_send_wr = config_.send_queue_depth;
     qc.max_recv_wr = config_.free_queue_depth;
     qc.max_recv_sge = 2;  // GRH slot + buffer
+    qc.max_send_sge = 2;  // a zero-copy send's head slot + payload
     qc.max_inline_data = std::max(inline_threshold_, inline_post_limit_);
     v_->ud_qp = std::make_unique<verbs::QueuePair>(v_->pd, qc);
     verbs::ConnectionInfo self = v_->ud_qp->local_info(v_->path);
@@ -90,6 +91,9 @@ Endpoint::Endpoint(const EndpointConfig& config)
     v_->registrar.pd = v_->pd;
     v_->cache = std::make_unique<Cache>(v_->registrar, config_.max_pinned_bytes);
     v_->ops.resize(config_.max_operations);
+    const std::size_t head_bytes = std::size_t{config_.max_operations} * kMaxSendHead;
+    v_->heads = std::make_unique<std::byte[]>(head_bytes);
+    v_->heads_mr = std::make_unique<verbs::MemoryRegion>(v_->pd, v_->heads.get(), head_bytes, IBV_ACCESS_LOCAL_WRITE);
     v_->free_ops = std::make_unique<DescriptorRing<std::uint32_t>>(config_.max_operations);
     for (std::uint32_t i = 0; i < config_.max_operations; ++i) (void)v_->free_ops->push(i);
     v_->grants.resize(config_.max_grants);
@@ -215,6 +219,7 @@ verbs::QpConfig Endpoint::rc_qp_config() const {
   qc.send_cq = v_->cq;
   qc.srq = v_->srq;
   qc.max_send_wr = config_.send_queue_depth;
+  qc.max_send_sge = 2;  // a zero-copy send's head slot + payload
   qc.max_inline_data = std::max(inline_threshold_, inline_post_limit_);
   return qc;
 }

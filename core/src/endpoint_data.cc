@@ -84,17 +84,24 @@ Status Endpoint::channel_status(ChannelId id) const noexcept {
 }
 
 // Builds the WR for send-queue descriptor `d` into slot n of the post list. The slots' sg_list
-// and num_sge are set once (prepare_post_lists); every other field a send reads is written here.
+// is set once (prepare_post_lists); every other field a send reads is written here.
 inline void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept {
   Verbs& v = *v_;
   ibv_send_wr& w = v.swr[n];
-  ibv_sge& s = v.ssge[n];
+  ibv_sge& s = v.ssge[n][0];
   w.next = nullptr;
   w.opcode = IBV_WR_SEND;
   w.send_flags = 0;
+  w.num_sge = 1;
   if (d.flags & Descriptor::kOp) {
     const Op& op = v.ops[d.buffer];
     s = {op.local, op.length, op.lkey};
+    if (op.head_length) {  // the head slot first, then the payload
+      s = {reinterpret_cast<std::uint64_t>(v.heads.get() + std::size_t{d.buffer} * kMaxSendHead), op.head_length,
+           v.heads_mr->lkey()};
+      v.ssge[n][1] = {op.local, op.length, op.lkey};
+      w.num_sge = 2;
+    }
     if (op.kind != OpKind::kSend) {
       w.opcode = op.kind == OpKind::kWrite ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
       w.wr.rdma.remote_addr = op.remote;
@@ -362,7 +369,7 @@ void Endpoint::prepare_post_lists() noexcept {
   const bool ud = config_.transport == Transport::kUd;
   for (std::uint32_t i = 0; i < kBatch; ++i) {
     v_->swr[i] = {};
-    v_->swr[i].sg_list = &v_->ssge[i];
+    v_->swr[i].sg_list = v_->ssge[i];
     v_->swr[i].num_sge = 1;
     ibv_sge* s = v_->rsge[i];
     v_->rwr[i] = {};

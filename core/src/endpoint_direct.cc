@@ -2,6 +2,7 @@
 // zero-copy sends from any application memory (registered through the registration cache), and
 // the completion queue that reports them.
 #include <cerrno>
+#include <cstring>
 
 #include "endpoint_impl.h"
 #include "unet/verbs/error.h"
@@ -38,12 +39,13 @@ Status Endpoint::revoke(const RemoteToken& token) noexcept {
 }
 
 Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size_t len,
-                         const RemoteToken* token, std::uint64_t offset, std::uint64_t tag) noexcept {
+                         const RemoteToken* token, std::uint64_t offset, std::uint64_t tag,
+                         std::span<const std::byte> head) noexcept {
   if (config_.mode != Mode::kDirectAccess) return Status::kInvalidState;
   if (Status s = channel_status(ch); s != Status::kOk) return s;
   if (!local || len == 0) return Status::kInvalidArgument;
   if (kind == OpKind::kSend) {
-    if (len > max_message_) return Status::kInvalidArgument;
+    if (head.size() > kMaxSendHead || len > max_message_ - head.size()) return Status::kInvalidArgument;
   } else {
     if (config_.transport != Transport::kRc) return Status::kInvalidState;  // one-sided needs RC
     // Refuse what cannot be inside the window (the peer's device would refuse it anyway).
@@ -66,6 +68,8 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   op.lkey = op.lease.lkey();
   op.remote = token ? token->addr + offset : 0;
   op.rkey = token ? token->rkey : 0;
+  op.head_length = static_cast<std::uint32_t>(head.size());
+  if (!head.empty()) std::memcpy(v_->heads.get() + std::size_t{slot} * kMaxSendHead, head.data(), head.size());
   d->channel = ch;
   d->length = op.length;
   d->buffer = slot;
@@ -86,6 +90,11 @@ Status Endpoint::read(ChannelId ch, void* local, std::size_t len, const RemoteTo
 
 Status Endpoint::send_from(ChannelId ch, const void* local, std::uint32_t len, std::uint64_t tag) noexcept {
   return push_op(ch, OpKind::kSend, local, len, nullptr, 0, tag);
+}
+
+Status Endpoint::send_from(ChannelId ch, std::span<const std::byte> head, const void* local, std::uint32_t len,
+                           std::uint64_t tag) noexcept {
+  return push_op(ch, OpKind::kSend, local, len, nullptr, 0, tag, head);
 }
 
 Status Endpoint::completion(OpCompletion& out) noexcept {

@@ -63,6 +63,7 @@ struct Op {
   std::uint32_t lkey = 0;
   std::uint64_t remote = 0;
   std::uint32_t rkey = 0;
+  std::uint32_t head_length = 0;  // sends: bytes of the op's head slot sent before `local`
   Cache::Lease lease;
 };
 
@@ -79,6 +80,9 @@ struct Endpoint::Verbs {
   MrRegistrar registrar;
   std::unique_ptr<Cache> cache;
   std::vector<Op> ops;
+  // Each op's head slot (Endpoint::kMaxSendHead bytes at slot * kMaxSendHead), registered.
+  std::unique_ptr<std::byte[]> heads;
+  std::unique_ptr<verbs::MemoryRegion> heads_mr;
   std::unique_ptr<DescriptorRing<std::uint32_t>> free_ops;
   std::vector<std::unique_ptr<verbs::MemoryRegion>> grants;  // by RemoteToken::id
   std::unique_ptr<verbs::CmListener> listener;               // listen_cm()
@@ -88,7 +92,7 @@ struct Endpoint::Verbs {
   explicit Verbs(std::uint32_t max_channels) : tags(max_channels) {}
   // Post lists, built in place: no allocation on the data path.
   ibv_send_wr swr[kBatch];
-  ibv_sge ssge[kBatch];
+  ibv_sge ssge[kBatch][2];  // a send's head slot and payload, or its one buffer
   ibv_recv_wr rwr[kBatch];
   ibv_sge rsge[kBatch][2];
   verbs::WorkCompletion wc[kBatch];

@@ -247,6 +247,60 @@ TEST_F(Direct, ZeroCopySendFromApplicationMemory) {
 }
 
 
+// A head (a protocol header) and application memory gathered into one message, on RC and UD: the
+// receiver gets head then payload, byte for byte; what cannot fit is refused before anything is
+// queued.
+void gather_send_round_trip(Endpoint& a, Endpoint& b, ChannelId ab) {
+  std::vector<std::uint8_t> head(Endpoint::kMaxSendHead), msg(a.max_message() - head.size());
+  fill(head, 0x17);
+  fill(msg, 0x29);
+  const auto* h = reinterpret_cast<const std::byte*>(head.data());
+  const auto max = a.max_message();
+  // Refused, nothing queued: a head over the limit, head + payload over max_message, no payload.
+  EXPECT_EQ(a.send_from(ab, std::span(h, head.size() + 1), msg.data(), 1, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a.send_from(ab, std::span(h, head.size()), msg.data(), max - 63, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a.send_from(ab, std::span(h, head.size()), msg.data(), 0, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a.send_queue_space(), a.config().send_queue_depth);
+  for (std::size_t head_len : {std::size_t{1}, std::size_t{20}, head.size()}) {
+    const auto len = static_cast<std::uint32_t>(max - head_len);
+    ASSERT_EQ(a.send_from(ab, std::span(h, head_len), msg.data(), len, head_len), Status::kOk);
+    OpCompletion c;
+    Descriptor d;
+    bool completed = false, arrived = false;
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!(completed && arrived) && std::chrono::steady_clock::now() < deadline) {
+      (void)a.poll();
+      (void)b.poll();
+      if (!completed && a.completion(c) == Status::kOk) completed = true;
+      if (!arrived && b.receive(d) == Status::kOk) arrived = true;
+    }
+    ASSERT_TRUE(completed && arrived) << head_len;
+    EXPECT_EQ(c.status, Status::kOk);
+    EXPECT_EQ(c.tag, head_len);
+    ASSERT_EQ(d.length, max);
+    ASSERT_FALSE(d.is_inline());
+    const auto* got = reinterpret_cast<const std::uint8_t*>(b.buffer(d.buffer).data());
+    EXPECT_EQ(std::memcmp(got, head.data(), head_len), 0) << "head of " << head_len;
+    EXPECT_EQ(std::memcmp(got + head_len, msg.data(), len), 0) << "payload after a head of " << head_len;
+    EXPECT_EQ(b.release(d.buffer), Status::kOk);
+  }
+  EXPECT_EQ(a.stats().send_errors, 0u);
+}
+
+TEST_F(Direct, ZeroCopySendGathersAHeadAndApplicationMemoryIntoOneMessage) {
+  gather_send_round_trip(*a_, *b_, ab_);
+}
+
+TEST(DirectUd, ZeroCopySendGathersAHeadAndApplicationMemoryIntoOneMessage) {
+  UNET_REQUIRE_DEVICE();
+  EndpointConfig c = test::endpoint_config(Transport::kUd, 64);
+  c.mode = Mode::kDirectAccess;
+  Endpoint a(c), b(c);
+  auto [ab, ba] = test::connect_endpoints(a, b);
+  (void)ba;
+  gather_send_round_trip(a, b, ab);
+}
+
 // What the local checks cannot stop: a peer that forges its token (widens the range, shifts the
 // address, guesses a key, or writes through a read grant) reaches the granting side's device, which
 // refuses it with a remote access error. Nothing around or inside the window changes, byte for

@@ -165,7 +165,7 @@ const BadCase kBadCases[] = {
     {"stream_window", [](RawFlags& f) { f.test = "stream_bw"; f.window = 8; },
      "--window applies to the am_* tests only"},
     {"stream_direct_mode", [](RawFlags& f) { f.test = "stream_lat"; f.mode = "direct"; },
-     "--mode direct does not fit --test stream_lat, a base-level test"},
+     "--mode direct does not fit --test stream_lat, a base-level test"},  // stream_bw takes it
     {"stream_oob_tool", [](RawFlags& f) { f.test = "stream_lat"; f.oob = "rc_pingpong"; },
      "--oob rc_pingpong runs --test ep_lat only"},
 };
@@ -248,6 +248,12 @@ TEST(PerfConfig, UlpTestsDefaultToUdAndPerftestSizes) {
   EXPECT_FALSE(bw.is_latency());
   EXPECT_EQ(bw.sizes, std::vector<std::uint32_t>{65536});
   EXPECT_EQ(bw.warmup, 0u);
+  EXPECT_EQ(bw.mode, core::Mode::kBaseLevel);  // copied sends unless --mode direct (zero-copy)
+  RawFlags zc = flags("stream_bw");
+  zc.mode = "direct";
+  EXPECT_EQ(ok(zc).mode, core::Mode::kDirectAccess);
+  zc.mode = "base";
+  EXPECT_EQ(ok(zc).mode, core::Mode::kBaseLevel);
   // The other tests keep RC as their default.
   EXPECT_EQ(ok(flags("ep_lat")).transport, core::Transport::kRc);
   EXPECT_EQ(ok(flags("am_bw")).transport, core::Transport::kRc);

@@ -116,6 +116,14 @@ TEST(PerfUlpProcess, StreamBwSmallMessagesWithEventsAndWarmup) {
                  19166, Kind::kBw, 1000, 2000, 2100.0 * 1000);
 }
 
+// --mode direct: the client's messages go zero-copy from its own memory (send_zero_copy); the
+// server's byte count and the first and last messages' content are checked as for copied sends.
+TEST(PerfUlpProcess, StreamBwZeroCopy) {
+  UNET_REQUIRE_DEVICE();
+  expect_ulp_run("stream_bw_zc", {"--test", "stream_bw", "--mode", "direct", "-n", "300", "--warmup", "20"}, 19169,
+                 Kind::kBw, 65536, 300, 320.0 * 65536);
+}
+
 TEST(PerfUlpProcess, RcIsRefusedBeforeAnyPeer) {
   UNET_REQUIRE_DEVICE();
   Perf rc("ulp_rc", with_device({"--test", "stream_bw", "-c", "RC"}, 19167));

@@ -8,7 +8,9 @@
 namespace unet::ulp {
 
 StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConfig& config)
-    : config_(config), clock_(core::CycleClock::process()) {
+    : config_(config),
+      clock_(core::CycleClock::process()),
+      zero_copy_done_(std::size_t{config.max_connections} * kMaxZeroCopySends) {
   if (net.transport != core::Transport::kUd) throw std::invalid_argument("StreamEndpoint: needs a UD endpoint");
   if (config.max_connections == 0 || config.max_listeners == 0 || config.accept_backlog == 0)
     throw std::invalid_argument("StreamEndpoint: connections, listeners and backlog must be positive");
@@ -87,8 +89,10 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
 }
 
 void StreamEndpoint::free_conn(Conn& c) noexcept {
+  drop_fd(c.id);  // the id is invalid from here on (or the application never had it)
+  retire_zero_copy(c);
+  if (c.zc_count > 0) return;  // the device still reads a zero-copy send: poll() frees it later
   c.used = false;
-  drop_fd(c.id);
 }
 
 std::uint32_t StreamEndpoint::receive_window(const Conn& c) const noexcept {
@@ -289,11 +293,13 @@ Status StreamEndpoint::wait(ConnId id, std::chrono::milliseconds timeout) noexce
     return c->state == StreamState::kEstablished || c->state == StreamState::kCloseWait;
   };
   const bool was_open = is_open();
+  const std::uint32_t completions = zero_copy_done_.size();
   // Something to read, the peer's FIN, an error, the connection just opened, room to send again,
   // or closed.
   auto news = [&] {
     return c->unread() > 0 || c->peer_fin || c->error != Status::kOk || (is_open() && !was_open) ||
-           (c->send_full && c->queued() <= c->smask / 2) || c->state == StreamState::kClosed;
+           (c->send_full && c->queued() <= c->smask / 2) || c->state == StreamState::kClosed ||
+           zero_copy_done_.size() > completions;
   };
   return core::wait_until(
       *net_, timeout, [this] { return poll(); }, news);

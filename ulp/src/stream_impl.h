@@ -58,6 +58,40 @@ struct StreamEndpoint::Conn {
   std::uint32_t dup_count = 0;  // duplicate acks in a row (limited transmit)
   bool peer_fin = false, ack_pending = false, send_full = false;
 
+  // Zero-copy sends, oldest first: [start, start + len) of sequence space is application memory
+  // at `addr` (the send buffer's bytes there are unused). One stays here until the peer acked it
+  // (or the connection ended) and the device finished every send from it (`in_flight`).
+  struct ZeroCopy {
+    std::uint32_t start = 0, len = 0;
+    const std::byte* addr = nullptr;
+    std::uint64_t tag = 0;
+    std::uint32_t serial = 0;     // names it in core's operation tags
+    std::uint32_t in_flight = 0;  // sends from it the device has not completed
+  };
+  static constexpr std::uint32_t kMaxZeroCopy = StreamEndpoint::kMaxZeroCopySends;
+  std::array<ZeroCopy, kMaxZeroCopy> zc{};
+  std::uint32_t zc_first = 0, zc_count = 0, zc_serial = 0;
+  ZeroCopy& zc_at(std::uint32_t i) noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
+  const ZeroCopy& zc_at(std::uint32_t i) const noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
+  // The zero-copy send holding sequence number `seq`; nullptr when the send buffer holds it.
+  ZeroCopy* pinned_at(std::uint32_t seq) noexcept {
+    for (std::uint32_t i = 0; i < zc_count; ++i) {
+      ZeroCopy& z = zc_at(i);
+      if (seq_le(z.start, seq) && seq_lt(seq, z.start + z.len)) return &z;
+    }
+    return nullptr;
+  }
+  // Bytes from `seq` (before snd_end) held in one place: one zero-copy send, or the send buffer
+  // up to the next one. A segment never spans two.
+  std::uint32_t run(std::uint32_t seq) const noexcept {
+    for (std::uint32_t i = 0; i < zc_count; ++i) {
+      const ZeroCopy& z = zc_at(i);
+      if (seq_lt(seq, z.start)) return z.start - seq;
+      if (seq_lt(seq, z.start + z.len)) return z.start + z.len - seq;
+    }
+    return snd_end - seq;
+  }
+
   core::RttEstimator rtt;
   NewReno cc;
   Time rto_deadline{};  // zero: the retransmission timer is off

@@ -62,6 +62,7 @@ bool hold(Conn& c, std::uint32_t seq, std::uint32_t n) noexcept {
 int StreamEndpoint::poll() noexcept {
   const int n = net_->poll();  // arrivals are handled in here (core's upcall)
   if (n < 0) return n;
+  zero_copy_progress();
   const Time t = now();
   for (auto& p : conns_) {
     Conn& c = *p;
@@ -70,6 +71,7 @@ int StreamEndpoint::poll() noexcept {
     if (!c.used) continue;
     output(c);
     if (c.ack_pending) send_ack_now(c);
+    if (c.zc_count > 0) retire_zero_copy(c);
   }
   refresh_fds();
   const int f = net_->flush();
@@ -328,7 +330,7 @@ void StreamEndpoint::output(Conn& c) noexcept {
     const std::uint32_t wnd = std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
     if (seq_lt(c.snd_nxt, c.snd_end)) {
       if (flight >= wnd) return;
-      const std::uint32_t len = std::min({mss_, c.snd_end - c.snd_nxt, wnd - flight});
+      const std::uint32_t len = std::min({mss_, c.run(c.snd_nxt), wnd - flight});
       if (send_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
       const std::uint32_t end = c.snd_nxt + len;
       if (seq_lt(c.snd_max, end)) {
@@ -357,8 +359,9 @@ void StreamEndpoint::output(Conn& c) noexcept {
   }
 }
 
-// One segment: header, then `len` bytes of the send buffer from `seq`, inside a descriptor when
-// it fits, else in a segment buffer. kNoResource when the send path is full.
+// One segment: header, then `len` bytes from `seq` — of the send buffer, inside a descriptor when
+// it fits, else in a segment buffer; or gathered from a zero-copy send's memory (send_pinned).
+// kNoResource when the send path is full.
 Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept {
   if (net_->send_queue_space() == 0) return Status::kNoResource;
   SegmentHeader h;
@@ -368,6 +371,7 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
   h.seq = seq;
   h.ack = (flags & kAck) ? c.rcv_nxt : 0;
   h.window = receive_window(c);
+  if (len && c.zc_count > 0 && c.pinned_at(seq)) return send_pinned(c, h, len);
   const std::size_t size = kSegmentHeaderBytes + len;
   std::array<std::byte, core::Descriptor::kInlineBytes> small;
   core::BufferId b = core::kNoBuffer;
@@ -423,7 +427,7 @@ void StreamEndpoint::retransmit_first(Conn& c) noexcept {
   c.timing = false;  // Karn
   ++c.stats.retransmitted_segments;
   if (seq_lt(c.snd_una, c.snd_end)) {
-    const std::uint32_t len = std::min({mss_, c.snd_end - c.snd_una, std::max(c.flight(), 1u)});
+    const std::uint32_t len = std::min({mss_, c.run(c.snd_una), std::max(c.flight(), 1u)});
     (void)send_segment(c, kAck, c.snd_una, len);
   } else if (c.fin_sent && c.snd_una == c.snd_end) {
     (void)send_segment(c, kAck | kFin, c.snd_end, 0);

@@ -215,6 +215,13 @@ class Endpoint {
   // Zero-copy send from any memory (no copy into the segment); the memory must stay untouched
   // until its completion() arrives.
   Status send_from(ChannelId ch, const void* local, std::uint32_t len, std::uint64_t tag) noexcept;
+  // The same with `head` (up to kMaxSendHead bytes, copied now into registered memory the
+  // endpoint keeps per operation) in front of the payload, in one message: a protocol header
+  // gathered with application data, neither copied into a segment buffer. head.size() + len must
+  // fit max_message().
+  static constexpr std::size_t kMaxSendHead = 64;
+  Status send_from(ChannelId ch, std::span<const std::byte> head, const void* local, std::uint32_t len,
+                   std::uint64_t tag) noexcept;
   // Pops the oldest operation completion; kNoResource when none.
   Status completion(OpCompletion& out) noexcept;
   // The registration cache's counters (pinned bytes, hits, evictions...).
@@ -273,7 +280,8 @@ class Endpoint {
   void retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void retire_one(Lane& lane, Status status) noexcept;
   Status push_op(ChannelId ch, OpKind kind, const void* local, std::size_t len,
-                 const RemoteToken* token, std::uint64_t offset, std::uint64_t tag) noexcept;
+                 const RemoteToken* token, std::uint64_t offset, std::uint64_t tag,
+                 std::span<const std::byte> head = {}) noexcept;
   void complete(const OpCompletion& c) noexcept;
   void settle(std::uint32_t what, ChannelId ch, Status status) noexcept;
   void build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept;

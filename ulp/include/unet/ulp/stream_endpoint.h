@@ -17,6 +17,10 @@
 // gives the connection's RTT, RTO, congestion window, retransmission and loss counters at any
 // time.
 //
+// Zero-copy sends (send_zero_copy, on a direct-access endpoint) queue application memory by
+// reference: segments gather the header with it, and it is the application's again once
+// zero_copy_completion() says so.
+//
 // A segment past a gap is kept at its place in the receive buffer (up to 16 separate ranges) and
 // answered with an immediate duplicate ack; filling the gap acknowledges all of it at once.
 // Limited transmit (RFC 3042) lets a small window still collect three duplicate acks.
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "unet/core/cycle_clock.h"
+#include "unet/core/descriptor_ring.h"
 #include "unet/core/endpoint.h"
 #include "unet/ulp/congestion.h"
 #include "unet/core/rtt_estimator.h"
@@ -81,6 +86,7 @@ struct StreamStats {
   std::uint64_t held_out_of_order = 0;   // segments past a gap, kept at their place
   std::uint64_t out_of_order_drops = 0;  // segments past a gap seen already or not keepable (16 ranges)
   std::uint64_t window_drops = 0;        // segments beyond our receive window, dropped
+  std::uint64_t zero_copy_segments = 0;  // segments gathered from application memory (send_zero_copy)
   std::chrono::nanoseconds srtt{0};
   std::chrono::nanoseconds rto{0};
   std::uint32_t cwnd = 0;
@@ -95,6 +101,14 @@ struct StreamEndpointStats {
   std::uint64_t stray = 0;          // segments for no connection (answered with RST unless RST)
   std::uint64_t resets_sent = 0;
   std::uint64_t refused_syn = 0;    // SYNs with no listener, a full backlog or no free connection
+};
+
+// What became of a zero-copy send (StreamEndpoint::send_zero_copy): either way the device no
+// longer reads its memory, which is the application's again.
+struct ZeroCopyCompletion {
+  ConnId conn = kNoConn;
+  std::uint64_t tag = 0;
+  Status status = Status::kOk;  // kOk: the peer acknowledged every byte; else how the connection ended
 };
 
 // The stream endpoint (see the top of this file).
@@ -135,6 +149,19 @@ class StreamEndpoint {
   // kNoResource when it is full). kInvalidState before the connection is established or after
   // shutdown; the connection's error once it failed.
   Status send(ConnId c, std::span<const std::byte> data, std::size_t& accepted) noexcept;
+  // Zero-copy send (the network endpoint must be direct-access, core::Mode::kDirectAccess):
+  // queues all of `data` by reference — nothing is copied into the send buffer or a segment
+  // buffer. Each segment is the header gathered with its slice of `data`, and retransmissions are
+  // sent from `data` again, so the memory must stay untouched until zero_copy_completion()
+  // returns `tag`. Its bytes take room in the send buffer as copied bytes do, and may follow or
+  // precede send()'s in the stream. Whole or nothing: kNoResource when the send buffer lacks room
+  // for all of it or kMaxZeroCopySends are pending on `c`; kInvalidArgument when empty or larger
+  // than the send buffer; kInvalidState on a base-level endpoint and as send().
+  static constexpr std::uint32_t kMaxZeroCopySends = 16;
+  Status send_zero_copy(ConnId c, std::span<const std::byte> data, std::uint64_t tag) noexcept;
+  // The oldest zero-copy completion (of any connection, released ones included); kNoResource
+  // when none. A connection's completions come in the order of its sends.
+  Status zero_copy_completion(ZeroCopyCompletion& out) noexcept;
   // Copies received bytes out; `got` says how many. kNoResource when none waits; kClosed with
   // got == 0 at the end of the stream (the peer shut down); the connection's error once it
   // failed and nothing is left to read.
@@ -193,7 +220,7 @@ class StreamEndpoint {
   // Progress: arrivals, acks, retransmissions, output. Work done, or < 0 on a device error.
   int poll() noexcept;
   // Polls until `c` has something for the application (established, data, end of stream, send
-  // room after being full, or failure) or `timeout` passes (kTimeout).
+  // room after being full, a zero-copy completion, or failure) or `timeout` passes (kTimeout).
   Status wait(ConnId c, std::chrono::milliseconds timeout) noexcept;
 
  private:
@@ -208,6 +235,9 @@ class StreamEndpoint {
   void step(Conn& c, StreamEvent e) noexcept;
   void output(Conn& c) noexcept;
   Status send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept;
+  Status send_pinned(Conn& c, const SegmentHeader& h, std::uint32_t len) noexcept;
+  void zero_copy_progress() noexcept;
+  void retire_zero_copy(Conn& c) noexcept;
   Status send_reset(ChannelId peer, const SegmentHeader& to, std::size_t payload) noexcept;
   void retransmit_first(Conn& c) noexcept;
   void timers(Conn& c, Time now) noexcept;
@@ -232,6 +262,7 @@ class StreamEndpoint {
   core::CycleClock clock_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Listener>> listeners_;
+  core::DescriptorRing<ZeroCopyCompletion> zero_copy_done_;
   std::uint16_t next_port_ = 49152;
   std::uint32_t isn_salt_ = 0;
   // Per-socket fds (after net_, so they close first). A slot per connection id and per listener
