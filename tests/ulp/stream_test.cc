@@ -235,6 +235,56 @@ TEST(Stream, BadInputIsRefused) {
   ASSERT_EQ(p.a->connect(p.ab, 5, c), Status::kOk);
   EXPECT_EQ(p.a->send(c, buf, n), Status::kInvalidState);  // not established yet
   EXPECT_THROW(StreamEndpoint(unet::test::endpoint_config(core::Transport::kRc)), std::invalid_argument);
+  StreamConfig no_acks = stream_config();
+  no_acks.ack_every = 0;
+  EXPECT_THROW(StreamEndpoint(test::ud_config(), no_acks), std::invalid_argument);
+  StreamConfig late_acks = stream_config();
+  late_acks.ack_delay = std::chrono::duration_cast<std::chrono::microseconds>(late_acks.rtt.min_rto);
+  EXPECT_THROW(StreamEndpoint(test::ud_config(), late_acks), std::invalid_argument);
+}
+
+// Delayed acks: one in-order segment is not acknowledged at once — an answer within ack_delay
+// carries the ack (one segment each way, no pure ack) — and alone it is acknowledged after
+// ack_delay; a second segment is acknowledged at once (ack_every = 2).
+TEST(Stream, DelayedAcksRideOnAnswersAndComeWithinTheDelay) {
+  UNET_REQUIRE_DEVICE();
+  StreamConfig cfg = stream_config();
+  cfg.ack_delay = 50ms;          // far above a poll loop's turn, even under emulation
+  cfg.dead_peer_timeout = 10s;   // no keepalive (every 2.5 s when idle) within the test
+  cfg.rtt.min_rto = cfg.rtt.initial_rto = 500ms;  // above ack_delay, as the endpoint requires
+  Pair p(cfg);
+  auto [ca, cb] = p.connect();
+  std::vector<std::byte> msg(64, std::byte{7}), in(256);
+  std::size_t took = 0, got = 0;
+  auto sent = [](StreamEndpoint& ep, ConnId c) { return ep.stats(c)->segments_sent; };
+  // A request and its answer: b's only segment is the answer, which acknowledges the request.
+  const std::uint64_t a0 = sent(*p.a, ca), b0 = sent(*p.b, cb);
+  ASSERT_EQ(p.a->send(ca, msg, took), Status::kOk);
+  ASSERT_TRUE(p.pump([&] { return p.b->recv(cb, in, got) == Status::kOk; }));
+  EXPECT_EQ(sent(*p.b, cb), b0) << "b acknowledged at once instead of waiting for its answer";
+  ASSERT_EQ(p.b->send(cb, std::span(in).first(got), took), Status::kOk);
+  ASSERT_TRUE(p.pump([&] { return p.a->recv(ca, in, got) == Status::kOk; }));
+  EXPECT_EQ(sent(*p.b, cb), b0 + 1) << "the answer should carry the ack: no pure ack";
+  // Alone, a segment is acknowledged after ack_delay, not before.
+  const std::uint64_t b1 = sent(*p.b, cb);
+  ASSERT_EQ(p.a->send(ca, msg, took), Status::kOk);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(p.pump([&] { return sent(*p.b, cb) > b1; }, 5s));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 45ms);
+  EXPECT_LT(waited, 2s);
+  (void)p.pump([] { return false; }, 10ms);  // the ack reaches a
+  // Two segments: acknowledged at once, by one ack.
+  const std::uint64_t b2 = sent(*p.b, cb);
+  std::vector<std::byte> two(2 * p.a->mss(), std::byte{9});
+  ASSERT_EQ(p.a->send(ca, two, took), Status::kOk);
+  ASSERT_EQ(took, two.size());
+  const auto t1 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(p.pump([&] { return sent(*p.b, cb) > b2; }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, 40ms) << "two segments waited for the delay";
+  (void)p.pump([] { return false; }, 10ms);
+  EXPECT_EQ(sent(*p.b, cb), b2 + 1);
+  EXPECT_EQ(sent(*p.a, ca), a0 + 4) << "a sent 4 data segments and no ack (it received only the answer)";
 }
 
 }  // namespace

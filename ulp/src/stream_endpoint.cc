@@ -14,6 +14,9 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
   if (net.transport != core::Transport::kUd) throw std::invalid_argument("StreamEndpoint: needs a UD endpoint");
   if (config.max_connections == 0 || config.max_listeners == 0 || config.accept_backlog == 0)
     throw std::invalid_argument("StreamEndpoint: connections, listeners and backlog must be positive");
+  if (config.ack_every == 0 || config.ack_delay.count() < 0 || config.ack_delay >= config.rtt.min_rto)
+    throw std::invalid_argument(
+        "StreamEndpoint: ack_every must be positive, and ack_delay at least 0 and below rtt.min_rto");
   if (config.send_buffer < 1024 || config.recv_buffer < 1024 || config.send_buffer > (1u << 30) ||
       config.recv_buffer > (1u << 30))
     throw std::invalid_argument("StreamEndpoint: buffers must be 1 KiB .. 1 GiB");
@@ -75,6 +78,7 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.fin_queued = c.fin_sent = false;
     c.irs = c.rcv_nxt = c.rcv_read = 0;
     c.peer_fin = c.ack_pending = c.send_full = false;
+    c.ack_owed = 0;
     c.held_count = c.dup_count = 0;
     c.rtt = core::RttEstimator(config_.rtt);
     c.cc = NewReno(mss_, config_.initial_window_segments);
@@ -280,6 +284,7 @@ int StreamEndpoint::next_timer_ms() const noexcept {
     else
       at(std::max(c.last_heard, c.last_keepalive) + config_.dead_peer_timeout / 4);
     if (c.ack_pending) at(t);
+    if (c.ack_owed > 0) at(c.ack_due);
   }
   if (next == Time::max()) return -1;
   if (next <= t) return 0;

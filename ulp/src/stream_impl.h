@@ -57,6 +57,8 @@ struct StreamEndpoint::Conn {
   std::uint32_t held_count = 0;
   std::uint32_t dup_count = 0;  // duplicate acks in a row (limited transmit)
   bool peer_fin = false, ack_pending = false, send_full = false;
+  std::uint32_t ack_owed = 0;  // in-order segments not acknowledged yet (delayed acks)
+  Time ack_due{};              // when the first of them must be acknowledged
 
   // Zero-copy sends, oldest first: [start, start + len) of sequence space is application memory
   // at `addr` (the send buffer's bytes there are unused). One stays here until the peer acked it

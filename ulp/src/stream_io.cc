@@ -70,6 +70,7 @@ int StreamEndpoint::poll() noexcept {
     timers(c, t);
     if (!c.used) continue;
     output(c);
+    if (c.ack_owed > 0 && t >= c.ack_due) c.ack_pending = true;
     if (c.ack_pending) send_ack_now(c);
     if (c.zc_count > 0) retire_zero_copy(c);
   }
@@ -248,6 +249,7 @@ void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h, std::span<const st
     put(c, seq, payload);
     c.rcv_nxt += n;
     c.stats.bytes_received += n;
+    const bool filled_gap = c.held_count > 0 && seq_le(c.held[0].start, c.rcv_nxt);
     // The gap is filled: run over what was held beyond it.
     while (c.held_count > 0 && seq_le(c.held[0].start, c.rcv_nxt)) {
       if (seq_lt(c.rcv_nxt, c.held[0].end)) {
@@ -257,7 +259,12 @@ void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h, std::span<const st
       std::copy(c.held.begin() + 1, c.held.begin() + c.held_count, c.held.begin());
       --c.held_count;
     }
-    c.ack_pending = true;  // sent at the end of this poll: one ack for a run of segments
+    // A filled gap is acknowledged at once (the sender is in recovery); in-order data when
+    // ack_every segments wait or the first has waited ack_delay (poll() sends it).
+    if (filled_gap || ++c.ack_owed >= config_.ack_every)
+      c.ack_pending = true;
+    else if (c.ack_owed == 1)
+      c.ack_due = now() + config_.ack_delay;
   } else if (seq_lt(seq, c.rcv_nxt)) {
     c.ack_pending = true;  // a keepalive
   }
@@ -394,7 +401,10 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
                                         : net_->send(c.peer, b, static_cast<std::uint32_t>(size));
   if (s != Status::kOk) return s;
   ++c.stats.segments_sent;
-  if (flags & kAck) c.ack_pending = false;
+  if (flags & kAck) {
+    c.ack_pending = false;
+    c.ack_owed = 0;
+  }
   return Status::kOk;
 }
 

@@ -53,7 +53,10 @@ Status StreamEndpoint::send_pinned(Conn& c, const SegmentHeader& h, std::uint32_
   ++z.in_flight;
   ++c.stats.segments_sent;
   ++c.stats.zero_copy_segments;
-  if (h.flags & kAck) c.ack_pending = false;
+  if (h.flags & kAck) {
+    c.ack_pending = false;
+    c.ack_owed = 0;
+  }
   return Status::kOk;
 }
 

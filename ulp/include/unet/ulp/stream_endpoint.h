@@ -69,6 +69,14 @@ struct StreamConfig {
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds dead_peer_timeout{3000};
   std::uint32_t max_retransmits = 15;      // timeouts in a row before the connection fails
+  // Delayed acks (RFC 5681, 4.2): data that arrives in order is acknowledged once `ack_every`
+  // segments of it wait, or when the first of them has waited `ack_delay`; data past a gap, a
+  // filled gap, a duplicate, a FIN and a reopened window are acknowledged at once, and every
+  // segment we send carries the ack anyway. 1: acknowledge in order data at the end of each poll().
+  // ack_delay must stay below rtt.min_rto (the peer's, taken to be ours), or the peer's
+  // retransmission timer fires before our ack.
+  std::uint32_t ack_every = 2;
+  std::chrono::microseconds ack_delay{200};
   // TIME_WAIT: long enough for the peer to resend a FIN whose ACK was lost (its RTO).
   std::chrono::milliseconds time_wait{200};
 };
