@@ -21,5 +21,6 @@ if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
   UNET_DEVICE=${UNET_DEVICE:-$dev} bench/compare/compare.py --build "$build" --out "$out" "$@"
 else
   echo "main: no RDMA device on this host; running in the SoftRoCE VM (ci/rxe-vm)"
-  ci/rxe-vm --timeout 3000 -- bench/compare/compare.py --build "$build" --out "$out" "$@"
+  # UNET_VM_MTU=9000: the VM's veths with jumbo frames (rxe's active MTU 4096, as RoCE is usually run).
+  ci/rxe-vm --timeout 3000 ${UNET_VM_MTU:+--mtu "$UNET_VM_MTU"} -- bench/compare/compare.py --build "$build" --out "$out" "$@"
 fi
