@@ -155,6 +155,7 @@ int Endpoint::post_pending_sends() noexcept {
     Lane& lane = *lanes_[lane_id];
     const std::uint32_t limit = std::min({pending, kBatch, lane.depth - lane.in_flight()});
     std::uint32_t n = 0, inline_buffers = 0;
+    bool holds = false;  // an unsignaled send of this list holds a buffer or is an op
     for (Channel* c = fc; n < limit; ++n) {
       Descriptor& d = send_queue_.at(n);
       if (n > 0) {  // the list continues while descriptors go to the same open QP
@@ -166,22 +167,23 @@ int Endpoint::post_pending_sends() noexcept {
       const std::uint32_t what = inflight_what(d, inline_post_limit_);
       inline_buffers += what == kNoBuffer && !d.is_inline();
       const std::uint32_t seq = lane.track(what);
-      // Selective signaling: every `interval`-th send and every direct-access op (its caller
-      // waits for it) ...
-      if (++lane.unsignaled == lane.interval || (d.flags & Descriptor::kOp)) {
+      holds = holds || what != kNoBuffer;
+      // Selective signaling: every `interval`-th send (its completion retires every send before
+      // it on the QP) ...
+      if (++lane.unsignaled == lane.interval) {
         w.send_flags |= IBV_SEND_SIGNALED;
         lane.unsignaled = 0;
+        holds = false;
       }
       w.wr_id = send_wr_id(lane_id, seq);
       if (n > 0) v.swr[n - 1].next = &w;
       if (w.send_flags & IBV_SEND_INLINE) ++stats_.inline_sent;
     }
     if (n == 0) break;  // this QP's send queue is full: wait for completions
-    // ... and the last of the list when it holds a buffer (so buffers come back when traffic
-    // stops) or when the QP's send queue is nearly full.
-    const Descriptor& tail = send_queue_.at(n - 1);
-    if (lane.unsignaled != 0 && (inflight_what(tail, inline_post_limit_) != kNoBuffer ||
-                                 lane.in_flight() + lane.interval >= lane.depth)) {
+    // ... and the last of the list when a send since the last signaled one holds a buffer or is
+    // a direct-access op (so buffers come back and ops complete when traffic stops), or when the
+    // QP's send queue is nearly full.
+    if (lane.unsignaled != 0 && (holds || lane.in_flight() + lane.interval >= lane.depth)) {
       v.swr[n - 1].send_flags |= IBV_SEND_SIGNALED;
       lane.unsignaled = 0;
     }

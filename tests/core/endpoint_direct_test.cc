@@ -229,6 +229,24 @@ TEST_F(Direct, MemoryThatCannotBeRegisteredIsRefused) {
   munmap(p, 1 << 16);
 }
 
+// Ops are signaled only at the interval or at the end of a post list: an op followed in the same
+// list by an inline send (which holds nothing) must still complete, through the tail's signal.
+TEST_F(Direct, AnOperationFollowedByAnInlineSendStillCompletes) {
+  std::vector<std::uint8_t> src(4096), window(4096, 0);
+  fill(src, 0x33);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteWrite, token), Status::kOk);
+  const std::byte note[4] = {};
+  for (std::uint64_t tag = 1; tag <= 3; ++tag) {  // the same list each time: write, then a note
+    ASSERT_EQ(a_->write(ab_, src.data(), src.size(), token, 0, tag), Status::kOk);
+    ASSERT_EQ(a_->send_inline(ab_, note), Status::kOk);
+    OpCompletion c = wait_completion();
+    ASSERT_EQ(c.status, Status::kOk);
+    EXPECT_EQ(c.tag, tag);
+  }
+  EXPECT_TRUE(same(window.data(), src));
+}
+
 TEST_F(Direct, ZeroCopySendFromApplicationMemory) {
   std::vector<std::uint8_t> msg(3000);
   fill(msg, 0x41);
