@@ -24,6 +24,7 @@
 #include "unet/ulp/datagram_endpoint.h"
 #include "unet/ulp/socket_fd.h"
 #include "unet/ulp/stream_endpoint.h"
+#include "app_epoll.h"
 
 namespace unet::ulp {
 namespace {
@@ -68,26 +69,7 @@ std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
-// The application's epoll: it holds socket fds only, never an endpoint's fd().
-struct AppEpoll {
-  int ep = ::epoll_create1(EPOLL_CLOEXEC);
-  ~AppEpoll() { ::close(ep); }
-  void add(int fd) const {
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.fd = fd;
-    ASSERT_EQ(::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e), 0);
-  }
-  // The fds epoll_wait reports now (timeout 0), sorted.
-  std::vector<int> ready() const {
-    epoll_event ev[16];
-    const int n = ::epoll_wait(ep, ev, 16, 0);
-    std::vector<int> out;
-    for (int i = 0; i < n; ++i) out.push_back(ev[i].data.fd);
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
+using unet::test::AppEpoll;  // app_epoll.h
 
 // The headers' loop step — poll(), arm(), poll() — then what the app's epoll reports, read while
 // the endpoint's device-work fd is quiet: device work wakes every socket fd of the endpoint, and

@@ -3,6 +3,7 @@
 // level-triggered, seen through an application's own epoll; bad notify fds are refused with
 // nothing left open; the destructor closes both fds.
 #include "unet/ulp/socket_fd.h"
+#include "app_epoll.h"
 
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -40,24 +41,7 @@ struct Pipe {
   }
 };
 
-// An application's epoll holding socket fds; ready() lists which fired, without waiting.
-struct AppEpoll {
-  int ep = ::epoll_create1(EPOLL_CLOEXEC);
-  ~AppEpoll() { ::close(ep); }
-  void add(int fd) const {
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.fd = fd;
-    ASSERT_EQ(::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e), 0);
-  }
-  std::vector<int> ready() const {
-    epoll_event ev[8];
-    const int n = ::epoll_wait(ep, ev, 8, 0);
-    std::vector<int> out;
-    for (int i = 0; i < n; ++i) out.push_back(ev[i].data.fd);
-    return out;
-  }
-};
+using unet::test::AppEpoll;  // app_epoll.h
 
 TEST(SocketFd, ReadableExactlyWhileSetReady) {
   Pipe notify;
