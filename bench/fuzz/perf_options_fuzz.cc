@@ -122,7 +122,9 @@ void check_config(const RawFlags& f, const PerfConfig& c) {
   require(!c.is_ulp() || c.transport == unet::core::Transport::kUd);
   require(!is_direct(c.test) || c.transport == unet::core::Transport::kRc);
   require(!c.rdma_cm || (c.transport == unet::core::Transport::kRc && !c.is_ulp()));
-  require((c.mode == unet::core::Mode::kDirectAccess) == is_direct(c.test));
+  // Direct-access: the da_* tests, and stream_bw when asked for (its zero-copy sends).
+  require((c.mode == unet::core::Mode::kDirectAccess) ==
+          (is_direct(c.test) || (c.test == TestKind::kStreamBw && f.mode == "direct")));
   require(!c.events || (c.test != TestKind::kDaWriteLat && c.test != TestKind::kDaWriteBw));
   if (c.oob == OobKind::kUnet) {
     require(c.mtu == 0 && !f.mtu);
