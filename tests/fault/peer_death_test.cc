@@ -186,6 +186,11 @@ void uam_peer_death(core::Transport t, const char* mode) {
   while (ok < 500 && Clock::now() - start < 60s) ASSERT_TRUE(step());
   ASSERT_GE(ok, 500u) << "no traffic to the peer before the kill";
   ASSERT_TRUE(step());
+  // step() ends with a poll that may have drained the whole window; refill it so the kill
+  // finds requests in flight.
+  for (std::uint64_t k = issued; survivor.request(ch, kEcho, std::span(&k, 1)) == Status::kOk;
+       k = ++issued) {
+  }
   const std::uint64_t at_kill = survivor.outstanding(ch), healthy_before = healthy_done;
   ASSERT_GT(at_kill, 0u);
   const auto killed = Clock::now();
