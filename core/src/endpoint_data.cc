@@ -68,15 +68,23 @@ Status Endpoint::release(BufferId b) noexcept {
 }
 
 int Endpoint::poll() noexcept {
+  // UD: a QP that failed is brought back first (endpoint_recover.cc).
+  int recovered = 0;
+  if (ud_failed()) [[unlikely]] {
+    if ((recovered = recover_ud_qp()) < 0) return -1;
+  }
   // Sends first: a message pushed since the last call goes out before anything else is done, and
   // what the application does after its send (wait for the reply) is the completion poll below.
   int posted = send_queue_.empty() ? 0 : post_pending_sends();
   int reaped = reap_completions();
-  // Freed buffers go back in batches: one post list per repost_batch_ buffers, not one per message.
-  int reposted = free_queue_.size() < repost_batch_ ? 0 : repost_free_buffers();
+  // Freed buffers go back in batches: one post list per repost_batch_ buffers, not one per message;
+  // not to a failed UD QP, which would only flush them.
+  int reposted = free_queue_.size() < repost_batch_ || ud_failed() ? 0 : repost_free_buffers();
   if (posted < 0 || reaped < 0 || reposted < 0) return -1;
-  return reaped + posted + reposted;
+  return recovered + reaped + posted + reposted;
 }
+
+bool Endpoint::ud_failed() const noexcept { return v_->ud_qp && lanes_[0]->failed; }
 
 Status Endpoint::channel_status(ChannelId id) const noexcept {
   if (id >= channels_.size()) return Status::kNotFound;
@@ -153,6 +161,14 @@ int Endpoint::post_pending_sends() noexcept {
     }
     const std::uint32_t lane_id = fc->lane;
     Lane& lane = *lanes_[lane_id];
+    if (lane.failed) [[unlikely]] {  // UD, until poll() brings the QP back: reported, not posted
+      const std::uint32_t what = inflight_what(first, 0);
+      send_queue_.pop();
+      --pending;
+      settle(what, lane.channel, Status::kFlushed);
+      ++done;
+      continue;
+    }
     const std::uint32_t limit = std::min({pending, kBatch, lane.depth - lane.in_flight()});
     std::uint32_t n = 0, inline_buffers = 0;
     bool holds = false;  // an unsignaled send of this list holds a buffer or is an op

@@ -120,6 +120,7 @@ struct EndpointStats {
   std::uint64_t wakeups = 0;            // completion-channel events consumed
   std::uint64_t ops_completed = 0;      // one-sided ops and zero-copy sends completed (any status)
   std::uint64_t completion_drops = 0;   // completions lost because the completion queue was full
+  std::uint64_t qp_recoveries = 0;      // UD: the QP reset and back in RTS after it failed
 };
 
 // One side's half of a channel set-up, exchanged out of band (text, one line).
@@ -187,6 +188,9 @@ class Endpoint {
   Status send_inline(ChannelId ch, std::span<const std::byte> payload, std::uint32_t imm) noexcept;
   // Progress: posts pending sends, reaps completions, fills the receive queue, reposts freed
   // buffers. Returns how much work it did (0 = idle), or a negative value on a device error.
+  // UD: when a send failed at the device (no route while a link is down) the QP is in the error
+  // state; poll() resets it and moves it back to RTS with the same number, so the channels stay
+  // (stats().qp_recoveries). Sends posted meanwhile complete with kFlushed (channel kNoChannel).
   int poll() noexcept;
   // Posts the pending sends now (poll()'s first step alone), e.g. a reply an upcall pushed.
   // Returns how many were posted, or a negative value on a device error. Not from an upcall.
@@ -288,6 +292,8 @@ class Endpoint {
   Status drain_events() noexcept;
   void fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void abort_lane(Lane& lane, Status status) noexcept;
+  int recover_ud_qp() noexcept;
+  bool ud_failed() const noexcept;
 
   EndpointConfig config_;
   EndpointStats stats_;
@@ -298,6 +304,8 @@ class Endpoint {
   ChannelId last_rc_channel_ = kNoChannel;
   std::uint32_t max_message_ = 0;
   std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
+  std::uint32_t recovery_wait_ = 0;     // UD: polls before the next recovery attempt
+  std::uint32_t recovery_backoff_ = 0;  // ... and the wait after the next failed one
   std::unique_ptr<Verbs> v_;               // device objects (verbs/ types stay out of this header)
   struct FreeSegment {
     void operator()(std::byte* p) const noexcept;

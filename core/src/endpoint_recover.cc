@@ -1,0 +1,61 @@
+// Endpoint recovery: a UD endpoint whose one QP went to the error state is brought back.
+//
+// A UD send can fail at the device for a reason that has nothing to do with any peer — no route
+// while a link is down is the one seen on rxe — and the QP then sits in the error state: every
+// later send and receive is flushed. RC fails the one channel whose QP broke; on UD all channels
+// share the QP, and they are datagrams to peers that did nothing wrong, so instead the QP is reset
+// and moved back to RTS. Its number stays the same, so the peers' address of us (their channels)
+// stays valid; what was lost is what UD may lose anyway, and every send it cost was reported.
+#include "endpoint_impl.h"
+
+namespace unet::core {
+
+// After a failed attempt, recovery waits this many polls, doubling up to the maximum: a QP that
+// cannot be moved (the device is going away) costs a few syscalls now and then, not every poll.
+constexpr std::uint32_t kRecoveryBackoffMin = 64;
+constexpr std::uint32_t kRecoveryBackoffMax = 1u << 16;
+
+// The UD lane failed: returns 1 when the QP is back in RTS, 0 when it is not (yet), -1 on a CQ
+// error. Order matters:
+//   1. RESET: from here on the QP produces no completion. What it left in the CQ is reaped as
+//      usual: arrivals before the failure are delivered, flushed receives return to the free
+//      queue, sends are ignored (the lane is failed; abort_lane reported them).
+//   2. Sends posted after the failure (flushed or discarded by the reset) are reported failed.
+//   3. Receives the reset discarded without a completion are still the free queue's: every
+//      buffer it owns is queued to be posted again.
+//   4. INIT -> RTR -> RTS, then the lane takes new sends.
+int Endpoint::recover_ud_qp() noexcept {
+  if (recovery_wait_ > 0) {
+    --recovery_wait_;
+    return 0;
+  }
+  Lane& lane = *lanes_[0];  // UD: the endpoint's one lane
+  try {
+    v_->ud_qp->reset();
+  } catch (...) {
+    recovery_backoff_ = std::min(std::max(recovery_backoff_ * 2, kRecoveryBackoffMin), kRecoveryBackoffMax);
+    recovery_wait_ = recovery_backoff_;
+    return 0;
+  }
+  for (int n; (n = reap_completions()) != 0;)
+    if (n < 0) return -1;
+  abort_lane(lane, Status::kFlushed);
+  free_queue_.pop(free_queue_.size());
+  for (BufferId b = 0; b < buffers_.count(); ++b)
+    if (buffers_.owner(b) == BufferOwner::kFreeQueue) (void)free_queue_.push(b);  // capacity == buffers
+  try {
+    const verbs::ConnectionInfo self = v_->ud_qp->local_info(v_->path);
+    v_->ud_qp->connect(self, self, v_->path);
+  } catch (...) {  // left in RESET: sends are reported failed and nothing is posted until it moves
+    recovery_backoff_ = std::min(std::max(recovery_backoff_ * 2, kRecoveryBackoffMin), kRecoveryBackoffMax);
+    recovery_wait_ = recovery_backoff_;
+    return 0;
+  }
+  lane.failed = false;
+  lane.unsignaled = 0;
+  recovery_backoff_ = 0;
+  ++stats_.qp_recoveries;
+  return 1;
+}
+
+}  // namespace unet::core
