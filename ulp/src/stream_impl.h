@@ -19,6 +19,17 @@ constexpr bool seq_le(std::uint32_t a, std::uint32_t b) noexcept { return static
 // One connection. Sequence space: the SYN takes iss, data starts at iss + 1, our FIN takes the
 // number after the last data byte. The send buffer holds [snd_una .. snd_end) of data (the SYN
 // and FIN hold no bytes); the receive buffer holds [rcv_read .. rcv_nxt) not yet read.
+// A zero-copy send: [start, start + len) of a connection's sequence space is application memory
+// at `addr` (the send buffer's bytes there are unused). It stays on its connection until the peer
+// acked it (or the connection ended) and the device finished every send from it (`in_flight`).
+struct StreamEndpoint::PinnedSend {
+  std::uint32_t start = 0, len = 0;
+  const std::byte* addr = nullptr;
+  std::uint64_t tag = 0;
+  std::uint32_t serial = 0;     // names it in core's operation tags
+  std::uint32_t in_flight = 0;  // sends from it the device has not completed
+};
+
 struct StreamEndpoint::Conn {
   Conn(std::uint32_t send_bytes, std::uint32_t recv_bytes, std::uint32_t mss, const StreamConfig& cfg)
       : smask(std::bit_ceil(send_bytes) - 1),
@@ -60,16 +71,8 @@ struct StreamEndpoint::Conn {
   std::uint32_t ack_owed = 0;  // in-order segments not acknowledged yet (delayed acks)
   Time ack_due{};              // when the first of them must be acknowledged
 
-  // Zero-copy sends, oldest first: [start, start + len) of sequence space is application memory
-  // at `addr` (the send buffer's bytes there are unused). One stays here until the peer acked it
-  // (or the connection ended) and the device finished every send from it (`in_flight`).
-  struct ZeroCopy {
-    std::uint32_t start = 0, len = 0;
-    const std::byte* addr = nullptr;
-    std::uint64_t tag = 0;
-    std::uint32_t serial = 0;     // names it in core's operation tags
-    std::uint32_t in_flight = 0;  // sends from it the device has not completed
-  };
+  // Zero-copy sends, oldest first (StreamEndpoint::PinnedSend).
+  using ZeroCopy = PinnedSend;
   static constexpr std::uint32_t kMaxZeroCopy = StreamEndpoint::kMaxZeroCopySends;
   std::array<ZeroCopy, kMaxZeroCopy> zc{};
   std::uint32_t zc_first = 0, zc_count = 0, zc_serial = 0;

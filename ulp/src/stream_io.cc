@@ -378,7 +378,9 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
   h.seq = seq;
   h.ack = (flags & kAck) ? c.rcv_nxt : 0;
   h.window = receive_window(c);
-  if (len && c.zc_count > 0 && c.pinned_at(seq)) return send_pinned(c, h, len);
+  if (len && c.zc_count > 0) {
+    if (Conn::ZeroCopy* z = c.pinned_at(seq)) return send_pinned(c, *z, h, len);
+  }
   const std::size_t size = kSegmentHeaderBytes + len;
   std::array<std::byte, core::Descriptor::kInlineBytes> small;
   core::BufferId b = core::kNoBuffer;
@@ -400,12 +402,17 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
   const Status s = b == core::kNoBuffer ? net_->send_inline(c.peer, std::span<const std::byte>(p, size))
                                         : net_->send(c.peer, b, static_cast<std::uint32_t>(size));
   if (s != Status::kOk) return s;
+  segment_sent(c, flags);
+  return Status::kOk;
+}
+
+// A segment went out: counted, and one carrying an ACK is the acknowledgement owed.
+void StreamEndpoint::segment_sent(Conn& c, std::uint8_t flags) noexcept {
   ++c.stats.segments_sent;
   if (flags & kAck) {
     c.ack_pending = false;
     c.ack_owed = 0;
   }
-  return Status::kOk;
 }
 
 void StreamEndpoint::send_ack_now(Conn& c) noexcept {

@@ -44,19 +44,14 @@ Status StreamEndpoint::zero_copy_completion(ZeroCopyCompletion& out) noexcept {
 
 // A segment of `h.seq` and `len` bytes, all inside one zero-copy send (output() cuts segments at
 // their edges): the encoded header and the application's bytes gathered into one message.
-Status StreamEndpoint::send_pinned(Conn& c, const SegmentHeader& h, std::uint32_t len) noexcept {
-  Conn::ZeroCopy& z = *c.pinned_at(h.seq);
+Status StreamEndpoint::send_pinned(Conn& c, PinnedSend& z, const SegmentHeader& h, std::uint32_t len) noexcept {
   std::array<std::byte, kSegmentHeaderBytes> head;
   if (Status s = encode(h, len, head); s != Status::kOk) return s;
   const Status s = net_->send_from(c.peer, head, z.addr + (h.seq - z.start), len, zero_copy_tag(c.id, z.serial));
   if (s != Status::kOk) return s;
   ++z.in_flight;
-  ++c.stats.segments_sent;
   ++c.stats.zero_copy_segments;
-  if (h.flags & kAck) {
-    c.ack_pending = false;
-    c.ack_owed = 0;
-  }
+  segment_sent(c, h.flags);
   return Status::kOk;
 }
 

@@ -233,6 +233,7 @@ class StreamEndpoint {
 
  private:
   struct Conn;
+  struct PinnedSend;
   struct Listener;
   void arrival(const core::Descriptor& d) noexcept;
   void on_segment(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
@@ -243,7 +244,8 @@ class StreamEndpoint {
   void step(Conn& c, StreamEvent e) noexcept;
   void output(Conn& c) noexcept;
   Status send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept;
-  Status send_pinned(Conn& c, const SegmentHeader& h, std::uint32_t len) noexcept;
+  Status send_pinned(Conn& c, PinnedSend& z, const SegmentHeader& h, std::uint32_t len) noexcept;
+  void segment_sent(Conn& c, std::uint8_t flags) noexcept;
   void zero_copy_progress() noexcept;
   void retire_zero_copy(Conn& c) noexcept;
   Status send_reset(ChannelId peer, const SegmentHeader& to, std::size_t payload) noexcept;
