@@ -3,7 +3,8 @@
 
 Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat, ib_read_lat,
 ib_send_bw, ib_write_bw for the endpoint tests, ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
-for the active-message tests on unet RC and UD; for the user-level protocols (ulp, on UD) rsockets'
+for the active-message tests on unet RC and UD (and uam over UD beside ib_send_lat/ib_send_bw -c UD,
+what the device's UD path costs by itself); for the user-level protocols (ulp, on UD) rsockets'
 rstream (stream_lat 64 B and stream_bw 64 KiB, copied and zero-copy) and the kernel's TCP and UDP over the VM's veth
 (sockperf ping-pong: stream_lat and dgram_lat 64 B) — with the same sizes and iteration counts,
 interleaved (the order of each pair alternates between rounds), for several rounds, and reports
@@ -209,8 +210,9 @@ class Runner:
         return self.port
 
     def perftest(self, tool, size, iters):
+        """A perftest pair; `tool` may carry flags of its own ("ib_send_bw -c UD")."""
         port = str(self.next_port())
-        cmd = [tool, "-d", self.a.device, "-x", str(self.a.gid), "-s", str(size), "-n", str(iters), "-p", port, "-F"]
+        cmd = [*tool.split(), "-d", self.a.device, "-x", str(self.a.gid), "-s", str(size), "-n", str(iters), "-p", port, "-F"]
         return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout)
 
     def unet(self, test, size, iters, extra=()):
@@ -344,6 +346,17 @@ def cases(a, limits):
         for s in sorted({min(s, limits[transport]) for s in a.bw_sizes}):
             out.append((f"am_bw {transport} {s} B --batch {EP_BW_BATCH}", BW, s, "am_bw", c + batch + window,
                         "ucx_perftest am_bw", bw_metric(s), transport))
+    # uam over UD beside perftest over UD at the smallest sizes: what the device's UD path costs
+    # by itself (on rxe a UD send costs far more than an RC one), apart from uam's own work.
+    if "am_lat" in a.tests:
+        s = min(8, limits.get("UD", 8))
+        out.append((f"am_lat UD {s} B vs raw UD", LAT, s, "am_lat", ("-c", "UD"), "ib_send_lat -c UD",
+                    "t_typical us", "UD"))
+    if "am_bw" in a.tests:
+        s = min(min(a.bw_sizes), limits.get("UD", 64))
+        out.append((f"am_bw UD {s} B --batch {EP_BW_BATCH} vs raw UD", BW, s, "am_bw",
+                    ("-c", "UD", "--batch", str(EP_BW_BATCH), "--window", str(a.am_window)), "ib_send_bw -c UD",
+                    bw_metric(s), "UD"))
     # User-level protocols (UD only): the stream against rsockets and kernel TCP, datagrams against
     # kernel UDP, all over the device's netdev (rsockets on the device itself).
     if "stream_lat" in a.tests:
@@ -526,8 +539,8 @@ def plot(a, results, context):
             pts = series(kind, test, transport, field)
             if pts:
                 label = f"unet {test}" + (f" {transport}" if test.startswith("am_") else "")
-                # stream_lat has two peers at one size: one unet point, each peer's own.
-                unet_pts = sorted({(p[0], p[1]) for p in pts})
+                # stream_lat and am UD have two peers at one size: one unet point, each peer's own.
+                unet_pts = sorted(dict((p[0], p[1]) for p in pts).items())
                 ax.plot([p[0] for p in unet_pts], [p[1] for p in unet_pts], "o-", label=label)
                 for peer in sorted({p[3] for p in pts} - peers):
                     peers.add(peer)
