@@ -30,12 +30,15 @@ int Endpoint::recover_ud_qp() noexcept {
     return 0;
   }
   Lane& lane = *lanes_[0];  // UD: the endpoint's one lane
-  try {
-    v_->ud_qp->reset();
-  } catch (...) {
+  auto back_off = [this] {
     recovery_backoff_ = std::min(std::max(recovery_backoff_ * 2, kRecoveryBackoffMin), kRecoveryBackoffMax);
     recovery_wait_ = recovery_backoff_;
     return 0;
+  };
+  try {
+    v_->ud_qp->reset();
+  } catch (...) {
+    return back_off();
   }
   for (int n; (n = reap_completions()) != 0;)
     if (n < 0) return -1;
@@ -47,9 +50,7 @@ int Endpoint::recover_ud_qp() noexcept {
     const verbs::ConnectionInfo self = v_->ud_qp->local_info(v_->path);
     v_->ud_qp->connect(self, self, v_->path);
   } catch (...) {  // left in RESET: sends are reported failed and nothing is posted until it moves
-    recovery_backoff_ = std::min(std::max(recovery_backoff_ * 2, kRecoveryBackoffMin), kRecoveryBackoffMax);
-    recovery_wait_ = recovery_backoff_;
-    return 0;
+    return back_off();
   }
   lane.failed = false;
   lane.unsignaled = 0;
