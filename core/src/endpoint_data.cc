@@ -150,25 +150,20 @@ int Endpoint::post_pending_sends() noexcept {
   while (pending > 0) {
     Descriptor& first = send_queue_.at(0);
     Channel* fc = first.channel < channels_.size() ? channels_[first.channel].get() : nullptr;
-    if (!fc || fc->state != Channel::State::kOpen) {  // closed or failed since it was pushed
-      const std::uint32_t what = inflight_what(first, 0);  // never posted: it holds its buffer
-      const ChannelId ch = first.channel;
+    const bool closed = !fc || fc->state != Channel::State::kOpen;  // closed or failed since pushed
+    // Reported, never posted: a closed channel's send, or (UD) one whose QP failed, until poll()
+    // brings the QP back. It still holds its buffer.
+    if (closed || lanes_[fc->lane]->failed) [[unlikely]] {
+      const std::uint32_t what = inflight_what(first, 0);
+      const ChannelId ch = closed ? first.channel : lanes_[fc->lane]->channel;
       send_queue_.pop();
       --pending;
-      settle(what, ch, Status::kClosed);
+      settle(what, ch, closed ? Status::kClosed : Status::kFlushed);
       ++done;
       continue;
     }
     const std::uint32_t lane_id = fc->lane;
     Lane& lane = *lanes_[lane_id];
-    if (lane.failed) [[unlikely]] {  // UD, until poll() brings the QP back: reported, not posted
-      const std::uint32_t what = inflight_what(first, 0);
-      send_queue_.pop();
-      --pending;
-      settle(what, lane.channel, Status::kFlushed);
-      ++done;
-      continue;
-    }
     const std::uint32_t limit = std::min({pending, kBatch, lane.depth - lane.in_flight()});
     std::uint32_t n = 0, inline_buffers = 0;
     bool holds = false;  // an unsignaled send of this list holds a buffer or is an op
