@@ -16,9 +16,6 @@ namespace unet::ulp {
 constexpr bool seq_lt(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
 constexpr bool seq_le(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) <= 0; }
 
-// One connection. Sequence space: the SYN takes iss, data starts at iss + 1, our FIN takes the
-// number after the last data byte. The send buffer holds [snd_una .. snd_end) of data (the SYN
-// and FIN hold no bytes); the receive buffer holds [rcv_read .. rcv_nxt) not yet read.
 // A zero-copy send: [start, start + len) of a connection's sequence space is application memory
 // at `addr` (the send buffer's bytes there are unused). It stays on its connection until the peer
 // acked it (or the connection ended) and the device finished every send from it (`in_flight`).
@@ -30,6 +27,9 @@ struct StreamEndpoint::PinnedSend {
   std::uint32_t in_flight = 0;  // sends from it the device has not completed
 };
 
+// One connection. Sequence space: the SYN takes iss, data starts at iss + 1, our FIN takes the
+// number after the last data byte. The send buffer holds [snd_una .. snd_end) of data (the SYN
+// and FIN hold no bytes); the receive buffer holds [rcv_read .. rcv_nxt) not yet read.
 struct StreamEndpoint::Conn {
   Conn(std::uint32_t send_bytes, std::uint32_t recv_bytes, std::uint32_t mss, const StreamConfig& cfg)
       : smask(std::bit_ceil(send_bytes) - 1),
@@ -71,17 +71,16 @@ struct StreamEndpoint::Conn {
   std::uint32_t ack_owed = 0;  // in-order segments not acknowledged yet (delayed acks)
   Time ack_due{};              // when the first of them must be acknowledged
 
-  // Zero-copy sends, oldest first (StreamEndpoint::PinnedSend).
-  using ZeroCopy = PinnedSend;
+  // Zero-copy sends, oldest first.
   static constexpr std::uint32_t kMaxZeroCopy = StreamEndpoint::kMaxZeroCopySends;
-  std::array<ZeroCopy, kMaxZeroCopy> zc{};
+  std::array<PinnedSend, kMaxZeroCopy> zc{};
   std::uint32_t zc_first = 0, zc_count = 0, zc_serial = 0;
-  ZeroCopy& zc_at(std::uint32_t i) noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
-  const ZeroCopy& zc_at(std::uint32_t i) const noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
+  PinnedSend& zc_at(std::uint32_t i) noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
+  const PinnedSend& zc_at(std::uint32_t i) const noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
   // The zero-copy send holding sequence number `seq`; nullptr when the send buffer holds it.
-  ZeroCopy* pinned_at(std::uint32_t seq) noexcept {
+  PinnedSend* pinned_at(std::uint32_t seq) noexcept {
     for (std::uint32_t i = 0; i < zc_count; ++i) {
-      ZeroCopy& z = zc_at(i);
+      PinnedSend& z = zc_at(i);
       if (seq_le(z.start, seq) && seq_lt(seq, z.start + z.len)) return &z;
     }
     return nullptr;
@@ -90,7 +89,7 @@ struct StreamEndpoint::Conn {
   // up to the next one. A segment never spans two.
   std::uint32_t run(std::uint32_t seq) const noexcept {
     for (std::uint32_t i = 0; i < zc_count; ++i) {
-      const ZeroCopy& z = zc_at(i);
+      const PinnedSend& z = zc_at(i);
       if (seq_lt(seq, z.start)) return z.start - seq;
       if (seq_lt(seq, z.start + z.len)) return z.start + z.len - seq;
     }

@@ -379,7 +379,7 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
   h.ack = (flags & kAck) ? c.rcv_nxt : 0;
   h.window = receive_window(c);
   if (len && c.zc_count > 0) {
-    if (Conn::ZeroCopy* z = c.pinned_at(seq)) return send_pinned(c, *z, h, len);
+    if (PinnedSend* z = c.pinned_at(seq)) return send_pinned(c, *z, h, len);
   }
   const std::size_t size = kSegmentHeaderBytes + len;
   std::array<std::byte, core::Descriptor::kInlineBytes> small;

@@ -28,7 +28,7 @@ Status StreamEndpoint::send_zero_copy(ConnId id, std::span<const std::byte> data
     c->send_full = true;
     return Status::kNoResource;
   }
-  Conn::ZeroCopy& z = c->zc_at(c->zc_count++);
+  PinnedSend& z = c->zc_at(c->zc_count++);
   z = {c->snd_end, n, data.data(), tag, ++c->zc_serial, 0};
   c->snd_end += n;
   c->send_full = false;
@@ -66,7 +66,7 @@ void StreamEndpoint::zero_copy_progress() noexcept {
     if (id >= conns_.size()) continue;
     Conn& c = *conns_[id];
     for (std::uint32_t i = 0; i < c.zc_count; ++i) {
-      Conn::ZeroCopy& z = c.zc_at(i);
+      PinnedSend& z = c.zc_at(i);
       if (z.serial == serial && z.in_flight > 0) {
         --z.in_flight;
         break;
@@ -80,7 +80,7 @@ void StreamEndpoint::zero_copy_progress() noexcept {
 // queue is full (the application drains it), so none is ever dropped.
 void StreamEndpoint::retire_zero_copy(Conn& c) noexcept {
   while (c.zc_count > 0) {
-    const Conn::ZeroCopy& z = c.zc_at(0);
+    const PinnedSend& z = c.zc_at(0);
     const bool acked = seq_le(z.start + z.len, c.snd_una);
     if (z.in_flight > 0 || !(acked || c.state == StreamState::kClosed)) return;
     const Status how = acked ? Status::kOk : c.error != Status::kOk ? c.error : Status::kClosed;
