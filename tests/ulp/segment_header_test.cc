@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -35,7 +36,7 @@ Bytes message(const SegmentHeader& h, std::size_t payload = 0) {
 
 TEST(SegmentHeader, LayoutIsLittleEndianAndFixed) {
   const Bytes b = message(sample(kAck | kFin), 3);
-  const std::uint8_t want[] = {0x5E, 0x10, 0x06, 0x00, 0x34, 0x12, 0xEF, 0xBE, 0xD4, 0xC3,
+  const std::uint8_t want[] = {0x5E, 0x20, 0x06, 0x00, 0x34, 0x12, 0xEF, 0xBE, 0xD4, 0xC3,
                                0xB2, 0xA1, 0x04, 0x03, 0x02, 0x01, 0x00, 0x00, 0x01, 0x00};
   ASSERT_EQ(b.size(), 23u);
   EXPECT_EQ(std::memcmp(b.data(), want, sizeof want), 0);
@@ -53,6 +54,7 @@ TEST(SegmentHeader, FlagBitsAreThoseOfTheTable) {
   EXPECT_EQ(kAck, 0x02);
   EXPECT_EQ(kFin, 0x04);
   EXPECT_EQ(kRst, 0x08);
+  EXPECT_EQ(kSack, 0x10);
   EXPECT_EQ(kSegmentHeaderBytes, 20u);
 }
 
@@ -104,6 +106,18 @@ Bytes raw_flags(std::uint8_t flags, std::size_t payload) {
   return with(message(sample(), payload), 2, flags);
 }
 
+// A pure ACK (ack 0x01020304) with SACK `blocks` written as they are, bypassing encode_sack().
+Bytes sack_message(std::vector<SackBlock> blocks) {
+  Bytes b = message(sample(kAck), blocks.size() * kSackBlockBytes);
+  b[2] = static_cast<std::byte>(kAck | kSack);
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    for (int k = 0; k < 4; ++k) {
+      b[kSegmentHeaderBytes + i * 8 + k] = static_cast<std::byte>(blocks[i].start >> (8 * k));
+      b[kSegmentHeaderBytes + i * 8 + 4 + k] = static_cast<std::byte>(blocks[i].end >> (8 * k));
+    }
+  return b;
+}
+
 std::vector<Bad> bad_cases() {
   const Bytes good = message(sample(), 5);
   return {
@@ -112,11 +126,12 @@ std::vector<Bad> bad_cases() {
       {"BadMagic", with(good, 0, 0x5F), SegmentFault::kBadMagic},
       {"DatagramMagic", with(good, 0, 0x5D), SegmentFault::kBadMagic},
       {"Version0", with(good, 1, 0x00), SegmentFault::kBadVersion},
-      {"Version2", with(good, 1, 0x20), SegmentFault::kBadVersion},
+      {"Version1", with(good, 1, 0x10), SegmentFault::kBadVersion},
+      {"Version3", with(good, 1, 0x30), SegmentFault::kBadVersion},
       {"Version15", with(good, 1, 0xF0), SegmentFault::kBadVersion},
-      {"Byte1Bit0", with(good, 1, 0x11), SegmentFault::kReservedBits},
-      {"Byte1Bit3", with(good, 1, 0x18), SegmentFault::kReservedBits},
-      {"FlagsBit4", raw_flags(kAck | 0x10, 0), SegmentFault::kReservedBits},
+      {"Byte1Bit0", with(good, 1, 0x21), SegmentFault::kReservedBits},
+      {"Byte1Bit3", with(good, 1, 0x28), SegmentFault::kReservedBits},
+      {"FlagsBit5", raw_flags(kAck | 0x20, 0), SegmentFault::kReservedBits},
       {"FlagsBit7", raw_flags(kAck | 0x80, 0), SegmentFault::kReservedBits},
       {"Byte3Bit0", with(good, 3, 0x01), SegmentFault::kReservedBits},
       {"Byte3Bit7", with(good, 3, 0x80), SegmentFault::kReservedBits},
@@ -131,6 +146,18 @@ std::vector<Bad> bad_cases() {
       {"NoFlagsWithPayload", raw_flags(0, 10), SegmentFault::kMissingAck},
       {"FinWithoutAck", raw_flags(kFin, 0), SegmentFault::kMissingAck},
       {"FinWithoutAckWithPayload", raw_flags(kFin, 3), SegmentFault::kMissingAck},
+      {"SackWithoutAck", raw_flags(kSack | kRst, 0), SegmentFault::kSackNotAllowed},
+      {"SackWithFin", raw_flags(kSack | kAck | kFin, 8), SegmentFault::kSackNotAllowed},
+      {"SackWithSyn", raw_flags(kSack | kAck | kSyn, 0), SegmentFault::kSackNotAllowed},
+      {"SackNoBlocks", raw_flags(kSack | kAck, 0), SegmentFault::kBadSackLength},
+      {"SackPartBlock", raw_flags(kSack | kAck, 12), SegmentFault::kBadSackLength},
+      {"SackFiveBlocks", raw_flags(kSack | kAck, 40), SegmentFault::kBadSackLength},
+      {"SackEmptyBlock", sack_message({{0x01020310, 0x01020310}}), SegmentFault::kBadSackBlock},
+      {"SackBlockAtAck", sack_message({{0x01020304, 0x01020400}}), SegmentFault::kBadSackBlock},
+      {"SackBlockBeforeAck", sack_message({{0x01020300, 0x01020400}}), SegmentFault::kBadSackBlock},
+      {"SackBlockReversed", sack_message({{0x01020400, 0x01020310}}), SegmentFault::kBadSackBlock},
+      {"SackSecondBlockBad", sack_message({{0x01020310, 0x01020400}, {0x01020500, 0x01020500}}),
+       SegmentFault::kBadSackBlock},
   };
 }
 
@@ -153,7 +180,9 @@ TEST(SegmentHeader, EveryFaultHasADistinctName) {
   const SegmentFault all[] = {SegmentFault::kNone,         SegmentFault::kTooShort,
                               SegmentFault::kBadMagic,     SegmentFault::kBadVersion,
                               SegmentFault::kReservedBits, SegmentFault::kSynAndFin,
-                              SegmentFault::kPayloadNotAllowed, SegmentFault::kMissingAck};
+                              SegmentFault::kPayloadNotAllowed, SegmentFault::kMissingAck,
+                              SegmentFault::kSackNotAllowed, SegmentFault::kBadSackLength,
+                              SegmentFault::kBadSackBlock};
   std::vector<std::string_view> names;
   for (SegmentFault f : all) {
     EXPECT_NE(to_string(f), "unknown segment fault");
@@ -182,9 +211,46 @@ TEST(SegmentHeader, EncodeRefusesWhatDecodeWould) {
       }
     }
   }
-  // 240 flag values have reserved bits. Of the other 16, with no payload 6 are bad (4 SYN+FIN, and
-  // none and FIN alone without ACK); with payload all but ACK and ACK+FIN (14).
-  EXPECT_EQ(refused, 240 * 3 + 6 + 14 + 14);
+  // 224 flag values have reserved bits. Of the 16 without SACK, with no payload 6 are bad (4
+  // SYN+FIN, and none and FIN alone without ACK); with payload all but ACK and ACK+FIN (14). The
+  // 16 with SACK are bad with all three payloads: none is 1 to 4 blocks.
+  EXPECT_EQ(refused, 224 * 3 + 6 + 14 + 14 + 16 * 3);
+}
+
+TEST(SegmentHeader, SackBlocksRoundTripAfterTheHeader) {
+  const std::vector<SackBlock> blocks = {{0x01020400, 0x01020800}, {0x01021000, 0x01021400}, {0x01030000, 0x01030001}};
+  SegmentHeader h = sample(kAck | kSack);
+  const std::size_t payload = blocks.size() * kSackBlockBytes;
+  Bytes b(kSegmentHeaderBytes + payload);
+  ASSERT_EQ(encode(h, payload, b), Status::kOk);
+  ASSERT_EQ(encode_sack(blocks, h.ack, std::span(b).subspan(kSegmentHeaderBytes)), Status::kOk);
+  // The first block's bytes: start then end, little-endian.
+  const std::uint8_t first[] = {0x00, 0x04, 0x02, 0x01, 0x00, 0x08, 0x02, 0x01};
+  EXPECT_EQ(std::memcmp(b.data() + kSegmentHeaderBytes, first, sizeof first), 0);
+  SegmentHeader out;
+  ASSERT_EQ(decode(b, out), Status::kOk);
+  EXPECT_EQ(out, h);
+  std::array<SackBlock, kMaxSackBlocks> got;
+  ASSERT_EQ(read_sack(std::span<const std::byte>(b).subspan(kSegmentHeaderBytes), got), blocks.size());
+  EXPECT_EQ(std::vector<SackBlock>(got.begin(), got.begin() + 3), blocks);
+}
+
+TEST(SegmentHeader, EncodeSackRefusesBadBlocksWritingNothing) {
+  const std::uint32_t ack = 1000;
+  Bytes out(40, std::byte{0xAA});
+  const Bytes untouched = out;
+  const std::vector<SackBlock> five(5, SackBlock{2000, 3000});
+  EXPECT_EQ(encode_sack({}, ack, out), Status::kInvalidArgument);
+  EXPECT_EQ(encode_sack(five, ack, out), Status::kInvalidArgument);
+  const SackBlock empty[] = {{2000, 2000}}, at_ack[] = {{1000, 2000}}, good[] = {{2000, 3000}, {4000, 5000}};
+  EXPECT_EQ(encode_sack(empty, ack, out), Status::kInvalidArgument);
+  EXPECT_EQ(encode_sack(at_ack, ack, out), Status::kInvalidArgument);
+  EXPECT_EQ(encode_sack(good, ack, std::span(out).first(15)), Status::kInvalidArgument);  // short
+  EXPECT_EQ(out, untouched);
+  EXPECT_EQ(encode_sack(good, ack, out), Status::kOk);
+  // Across the wrap: a block just past an ack near 2^32 is after it.
+  const SackBlock wrapped[] = {{0xFFFFFFF0u, 0x10}};
+  EXPECT_EQ(encode_sack(wrapped, 0xFFFFFF00u, out), Status::kOk);
 }
 
 TEST(SegmentHeader, EncodeRefusesAShortBuffer) {

@@ -1,6 +1,8 @@
 // libFuzzer target for the ulp stream segment header: decode() must accept or refuse any bytes
 // without crashing or reading past them, leave its output untouched on refusal, and whatever it
-// accepts must satisfy check() and encode back to the same 20 bytes (the codec is canonical).
+// accepts must satisfy check() and encode back to the same 20 bytes (the codec is canonical); an
+// accepted SACK segment's blocks read back and encode to the same payload bytes.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,5 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::byte again[kSegmentHeaderBytes];
   if (encode(out, payload, again) != unet::Status::kOk) std::abort();
   if (std::memcmp(again, data, kSegmentHeaderBytes) != 0) std::abort();
+  if (out.has(kSack)) {
+    std::array<SackBlock, kMaxSackBlocks> blocks;
+    const std::size_t n = read_sack(in.subspan(kSegmentHeaderBytes), blocks);
+    if (n == 0 || n * kSackBlockBytes != payload) std::abort();
+    std::byte bytes[kMaxSackBlocks * kSackBlockBytes];
+    if (encode_sack(std::span<const SackBlock>(blocks.data(), n), out.ack, bytes) != unet::Status::kOk) std::abort();
+    if (std::memcmp(bytes, data + kSegmentHeaderBytes, payload) != 0) std::abort();
+  }
   return 0;
 }

@@ -2,6 +2,9 @@
 // host's byte order and of struct padding.
 #include "unet/ulp/segment_header.h"
 
+#include <algorithm>
+#include <array>
+
 #include "unet/core/little_endian.h"
 
 namespace unet::ulp {
@@ -10,7 +13,11 @@ namespace {
 using core::load_le;
 using core::store_le;
 
-constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst;
+constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst | kSack;
+
+// Serial-number order of 32-bit sequence numbers (RFC 1982).
+constexpr bool before(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
+bool block_ok(const SackBlock& b, std::uint32_t ack) noexcept { return before(ack, b.start) && before(b.start, b.end); }
 
 }  // namespace
 
@@ -24,6 +31,9 @@ std::string_view to_string(SegmentFault f) noexcept {
     case SegmentFault::kSynAndFin: return "SYN and FIN together";
     case SegmentFault::kPayloadNotAllowed: return "payload on a SYN or an RST";
     case SegmentFault::kMissingAck: return "ACK missing";
+    case SegmentFault::kSackNotAllowed: return "SACK on other than a pure ACK";
+    case SegmentFault::kBadSackLength: return "SACK payload not 1 to 4 blocks";
+    case SegmentFault::kBadSackBlock: return "SACK block empty or not after ack";
   }
   return "unknown segment fault";
 }
@@ -34,6 +44,11 @@ SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept {
   if (payload != 0 && (h.has(kSyn) || h.has(kRst))) return SegmentFault::kPayloadNotAllowed;
   // Only a first SYN (no ACK: nothing to acknowledge yet) and an RST may go without ACK.
   if (!h.has(kAck) && !h.has(kSyn) && !h.has(kRst)) return SegmentFault::kMissingAck;
+  if (h.has(kSack)) {
+    if (!h.has(kAck) || h.has(kSyn) || h.has(kFin) || h.has(kRst)) return SegmentFault::kSackNotAllowed;
+    if (payload == 0 || payload % kSackBlockBytes != 0 || payload > kMaxSackBlocks * kSackBlockBytes)
+      return SegmentFault::kBadSackLength;
+  }
   return SegmentFault::kNone;
 }
 
@@ -51,6 +66,29 @@ Status encode(const SegmentHeader& h, std::size_t payload, std::span<std::byte> 
   store_le(p + 12, h.ack);
   store_le(p + 16, h.window);
   return Status::kOk;
+}
+
+Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack, std::span<std::byte> out) noexcept {
+  if (blocks.empty() || blocks.size() > kMaxSackBlocks || out.size() < blocks.size() * kSackBlockBytes)
+    return Status::kInvalidArgument;
+  for (const SackBlock& b : blocks)
+    if (!block_ok(b, ack)) return Status::kInvalidArgument;
+  std::byte* p = out.data();
+  for (const SackBlock& b : blocks) {
+    store_le(p, b.start);
+    store_le(p + 4, b.end);
+    p += kSackBlockBytes;
+  }
+  return Status::kOk;
+}
+
+std::size_t read_sack(std::span<const std::byte> payload, std::span<SackBlock, kMaxSackBlocks> out) noexcept {
+  const std::size_t n = std::min(payload.size() / kSackBlockBytes, kMaxSackBlocks);
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i].start = load_le<std::uint32_t>(payload.data() + i * kSackBlockBytes);
+    out[i].end = load_le<std::uint32_t>(payload.data() + i * kSackBlockBytes + 4);
+  }
+  return n;
 }
 
 Status decode(std::span<const std::byte> in, SegmentHeader& out) noexcept {
@@ -77,6 +115,12 @@ Status decode(std::span<const std::byte> in, SegmentHeader& out, SegmentFault& f
   h.ack = load_le<std::uint32_t>(p + 12);
   h.window = load_le<std::uint32_t>(p + 16);
   if (SegmentFault f = check(h, in.size() - kSegmentHeaderBytes); f != SegmentFault::kNone) return refuse(f);
+  if (h.has(kSack)) {
+    std::array<SackBlock, kMaxSackBlocks> blocks;
+    const std::size_t n = read_sack(in.subspan(kSegmentHeaderBytes), blocks);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!block_ok(blocks[i], h.ack)) return refuse(SegmentFault::kBadSackBlock);
+  }
   out = h;
   fault = SegmentFault::kNone;
   return Status::kOk;

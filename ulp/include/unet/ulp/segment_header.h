@@ -1,12 +1,12 @@
 // SegmentHeader: the bytes in front of every segment of a ulp stream — a fixed, versioned layout.
 //
 // One segment per UD message; the payload follows the header and its length is the message's
-// length less the header. Little-endian, 20 bytes. Version 1:
+// length less the header. Little-endian, 20 bytes. Version 2 (version 1 had no SACK):
 //
 //   offset size field
 //   0      1    magic 0x5E
-//   1      1    bits 7..4 version (1); bits 3..0 reserved, zero
-//   2      1    flags: bit 0 SYN, bit 1 ACK, bit 2 FIN, bit 3 RST; bits 7..4 reserved, zero
+//   1      1    bits 7..4 version (2); bits 3..0 reserved, zero
+//   2      1    flags: bit 0 SYN, bit 1 ACK, bit 2 FIN, bit 3 RST, bit 4 SACK; bits 7..5 reserved, zero
 //   3      1    reserved, zero
 //   4      2    source port
 //   6      2    destination port
@@ -15,10 +15,16 @@
 //   16     4    window: bytes the sender can still take beyond `ack`
 //   20     n    payload
 //
+// A SACK segment (selective acknowledgement, after RFC 2018) is a pure ACK whose payload is 1 to 4
+// blocks of 8 bytes instead of data: each the sequence numbers [start, end) of bytes the sender
+// holds past `ack`, start at offset 0 and end at offset 4 of the block.
+//
 // Rules decode() enforces, each with its own SegmentFault, leaving its output untouched on
 // refusal: at least 20 bytes; magic and version; reserved bits zero; SYN and FIN not together;
-// SYN, RST carry no payload; every segment but a first SYN (SYN without ACK) and an RST carries ACK.
-// encode() refuses what decode() would refuse. Neither allocates nor throws.
+// SYN, RST carry no payload; every segment but a first SYN (SYN without ACK) and an RST carries ACK;
+// SACK only on an ACK without SYN, FIN or RST, with 1 to 4 whole blocks, each block non-empty and
+// after `ack` (serial-number order). encode() refuses what decode() would refuse. Neither
+// allocates nor throws.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +38,10 @@ namespace unet::ulp {
 
 // The layout's constants: magic, version, header size.
 inline constexpr std::uint8_t kSegmentMagic = 0x5E;
-inline constexpr std::uint8_t kSegmentVersion = 1;
+inline constexpr std::uint8_t kSegmentVersion = 2;
 inline constexpr std::size_t kSegmentHeaderBytes = 20;
+inline constexpr std::size_t kSackBlockBytes = 8;
+inline constexpr std::size_t kMaxSackBlocks = 4;
 
 // The flag bits of byte 2.
 enum SegmentFlags : std::uint8_t {
@@ -41,6 +49,14 @@ enum SegmentFlags : std::uint8_t {
   kAck = 1 << 1,
   kFin = 1 << 2,
   kRst = 1 << 3,
+  kSack = 1 << 4,
+};
+
+// One SACK block: bytes [start, end) of the sequence space that arrived past a gap.
+struct SackBlock {
+  std::uint32_t start = 0;
+  std::uint32_t end = 0;
+  friend bool operator==(const SackBlock&, const SackBlock&) = default;
 };
 
 // One segment's header, decoded: one field per field of the layout above.
@@ -67,6 +83,9 @@ enum class SegmentFault : std::uint8_t {
   kSynAndFin,
   kPayloadNotAllowed,  // payload on a SYN or an RST
   kMissingAck,      // no ACK on a segment other than a first SYN or an RST
+  kSackNotAllowed,  // SACK without ACK, or with SYN, FIN or RST
+  kBadSackLength,   // a SACK payload that is not 1 to 4 whole blocks
+  kBadSackBlock,    // a SACK block that is empty or not after `ack`
 };
 // The fault's name, for logs and test messages.
 std::string_view to_string(SegmentFault f) noexcept;
@@ -77,6 +96,15 @@ SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept;
 // Writes the 20 header bytes to the front of `out`; kInvalidArgument (nothing written) when the
 // header with `payload` bytes breaks a rule or `out` is shorter than 20 bytes.
 [[nodiscard]] Status encode(const SegmentHeader& h, std::size_t payload, std::span<std::byte> out) noexcept;
+
+// Writes a SACK segment's payload: `blocks` (1 to 4, each non-empty and after `ack`) at the
+// front of `out`, 8 bytes each. kInvalidArgument (nothing written) otherwise, or when `out` is
+// shorter than the blocks.
+[[nodiscard]] Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack, std::span<std::byte> out) noexcept;
+
+// The blocks of a SACK segment's payload, which decode() has accepted: payload.size() / 8 of them
+// (at most 4) into `out`; returns how many.
+std::size_t read_sack(std::span<const std::byte> payload, std::span<SackBlock, kMaxSackBlocks> out) noexcept;
 
 // Reads one whole segment; on kOk `out` holds its header and the payload is
 // in.subspan(kSegmentHeaderBytes). On failure kInvalidArgument, `fault` names the rule, `out`
