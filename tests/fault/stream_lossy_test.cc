@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "netem.h"
@@ -48,11 +49,18 @@ struct LossyPair {
   }
 };
 
+// Selective acks are on unless UNET_STREAM_SACK=0 (to measure what they save, by hand).
+bool sack_on() {
+  const char* v = std::getenv("UNET_STREAM_SACK");
+  return !v || std::string_view(v) != "0";
+}
+
 TEST_F(StreamLossyLink, HundredMiBArriveExactlyOnceInOrder) {
   const std::uint64_t kTotal = total_bytes(100);
   ASSERT_GT(kTotal, 0u);
   ulp::StreamConfig cfg;
   cfg.dead_peer_timeout = 10s;
+  cfg.selective_acks = sack_on();
   LossyPair pair(lossy_ud_config("rxe0"), lossy_ud_config("rxe1"), cfg);
   ulp::StreamEndpoint &tx = pair.tx, &rx = pair.rx;
   const auto t0 = std::chrono::steady_clock::now();
@@ -95,12 +103,18 @@ TEST_F(StreamLossyLink, HundredMiBArriveExactlyOnceInOrder) {
   const std::optional<ulp::StreamStats> s = tx.stats(ct);
   ASSERT_TRUE(s.has_value());
   EXPECT_GT(s->retransmitted_segments, 0u);
-  std::printf("stream lossy link (%s, both ways): %llu MiB in %.1f s (%.1f MiB/s), 0 lost, 0 corrupt; netem "
-              "dropped %ld packets; sender: %llu segments, %llu retransmitted, %llu timeouts, %llu fast "
-              "retransmits; srtt %.0f us, cwnd %u B; receiver held %llu out of order\n",
-              netem().c_str(), static_cast<unsigned long long>(got >> 20), secs, static_cast<double>(got) / (1 << 20) / secs, dropped_now,
-              static_cast<unsigned long long>(s->segments_sent),
-              static_cast<unsigned long long>(s->retransmitted_segments), static_cast<unsigned long long>(s->timeouts),
+  // With selective acks, holes the SACK blocks revealed were resent in recovery; without, none.
+  if (cfg.selective_acks)
+    EXPECT_GT(s->sack_resent, 0u);
+  else
+    EXPECT_EQ(s->sack_resent, 0u);
+  std::printf("stream lossy link (%s, both ways, selective acks %s): %llu MiB in %.1f s (%.1f MiB/s), 0 lost, "
+              "0 corrupt; netem dropped %ld packets; sender: %llu segments, %llu retransmitted (%llu on SACK), "
+              "%llu timeouts, %llu fast retransmits; srtt %.0f us, cwnd %u B; receiver held %llu out of order\n",
+              netem().c_str(), cfg.selective_acks ? "on" : "off", static_cast<unsigned long long>(got >> 20), secs,
+              static_cast<double>(got) / (1 << 20) / secs, dropped_now, static_cast<unsigned long long>(s->segments_sent),
+              static_cast<unsigned long long>(s->retransmitted_segments),
+              static_cast<unsigned long long>(s->sack_resent), static_cast<unsigned long long>(s->timeouts),
               static_cast<unsigned long long>(s->fast_retransmits), s->srtt.count() / 1e3, s->cwnd,
               static_cast<unsigned long long>(rx.stats(cr)->held_out_of_order));
 }

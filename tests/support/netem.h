@@ -41,12 +41,17 @@ inline bool two_devices() {
 
 // The impairment the layered fault tests put on the link (both ways unless a test says otherwise).
 inline constexpr const char* kLossyNetem = "loss 5% duplicate 2% delay 200us reorder 10% 50%";
+// ... or, for experiments by hand, the netem arguments in UNET_NETEM (e.g. "loss 1% 25% delay 2ms").
+inline std::string lossy_netem() {
+  const char* e = std::getenv("UNET_NETEM");
+  return e && *e ? std::string(e) : std::string(kLossyNetem);
+}
 
 // Puts `netem` on the root qdisc of `devs` for the test (skipping without two devices) and takes
 // it off after. Derive from it, naming the devices.
 class NetemTest : public ::testing::Test {
  protected:
-  explicit NetemTest(std::vector<std::string> devs = {"veth0", "veth1"}, std::string netem = kLossyNetem)
+  explicit NetemTest(std::vector<std::string> devs = {"veth0", "veth1"}, std::string netem = lossy_netem())
       : devs_(std::move(devs)), netem_(std::move(netem)) {}
   void SetUp() override;
   void TearDown() override {

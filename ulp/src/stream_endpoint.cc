@@ -79,7 +79,9 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.irs = c.rcv_nxt = c.rcv_read = 0;
     c.peer_fin = c.ack_pending = c.send_full = false;
     c.ack_owed = 0;
-    c.held_count = c.dup_count = 0;
+    c.held.clear();
+    c.sacked.clear();
+    c.dup_count = 0;
     c.rtt = core::RttEstimator(config_.rtt);
     c.cc = NewReno(mss_, config_.initial_window_segments);
     c.rto_deadline = Time{};

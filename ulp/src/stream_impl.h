@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "unet/core/descriptor_ring.h"
+#include "unet/ulp/range_set.h"
 #include "unet/ulp/stream_endpoint.h"
 
 namespace unet::ulp {
@@ -59,13 +60,15 @@ struct StreamEndpoint::Conn {
   // Receive side.
   std::uint32_t irs = 0, rcv_nxt = 0, rcv_read = 0;
   // Data that arrived past a gap, already in the receive buffer at its place: [start, end)
-  // ranges beyond rcv_nxt, sorted, disjoint. Filling the gap moves rcv_nxt over them.
-  struct Range {
-    std::uint32_t start, end;
-  };
+  // ranges beyond rcv_nxt. Filling the gap moves rcv_nxt over them. With selective acks, the
+  // acks name them (the first kSackSent) in SACK blocks.
   static constexpr std::uint32_t kMaxHeld = 16;
-  std::array<Range, kMaxHeld> held{};
-  std::uint32_t held_count = 0;
+  static constexpr std::uint32_t kSackSent = 3;  // 20 + 3 * 8 bytes: the ack stays in a descriptor
+  RangeSet<kMaxHeld> held;
+  // Send side, selective acks: what the peer's SACK blocks say it holds past snd_una, and how far
+  // the holes between were resent in this recovery.
+  RangeSet<kMaxHeld> sacked;
+  std::uint32_t sack_resent = 0;
   std::uint32_t dup_count = 0;  // duplicate acks in a row (limited transmit)
   bool peer_fin = false, ack_pending = false, send_full = false;
   std::uint32_t ack_owed = 0;  // in-order segments not acknowledged yet (delayed acks)

@@ -32,31 +32,6 @@ void put(Conn& c, std::uint32_t seq, std::span<const std::byte> payload) noexcep
   if (n > first) std::memcpy(c.rbuf.get(), payload.data() + first, n - first);
 }
 
-// Records [seq, seq+n) as held past the gap; false (nothing recorded) when it is held already or
-// no range is left.
-template <class Conn>
-bool hold(Conn& c, std::uint32_t seq, std::uint32_t n) noexcept {
-  const std::uint32_t end = seq + n;
-  std::uint32_t i = 0;
-  while (i < c.held_count && seq_lt(c.held[i].end, seq)) ++i;  // first range ending at or past seq
-  if (i < c.held_count && seq_le(c.held[i].start, end)) {      // touches range i: merge
-    if (seq_le(c.held[i].start, seq) && seq_le(end, c.held[i].end)) return false;  // a duplicate
-    if (seq_lt(seq, c.held[i].start)) c.held[i].start = seq;
-    if (seq_lt(c.held[i].end, end)) c.held[i].end = end;
-    while (i + 1 < c.held_count && seq_le(c.held[i + 1].start, c.held[i].end)) {  // swallow the next
-      if (seq_lt(c.held[i].end, c.held[i + 1].end)) c.held[i].end = c.held[i + 1].end;
-      std::copy(c.held.begin() + i + 2, c.held.begin() + c.held_count, c.held.begin() + i + 1);
-      --c.held_count;
-    }
-    return true;
-  }
-  if (c.held_count == c.held.size()) return false;
-  std::copy_backward(c.held.begin() + i, c.held.begin() + c.held_count, c.held.begin() + c.held_count + 1);
-  c.held[i] = {seq, end};
-  ++c.held_count;
-  return true;
-}
-
 }  // namespace
 
 int StreamEndpoint::poll() noexcept {
@@ -174,22 +149,32 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h, std::span<const
     send_ack_now(c);
     return;
   }
-  on_ack(c, h, payload.size());
+  // A SACK segment's payload is its blocks (checked by decode()), not data.
+  std::array<SackBlock, kMaxSackBlocks> blocks;
+  std::size_t nblocks = 0;
+  if (h.has(kSack)) {
+    nblocks = read_sack(payload, blocks);
+    payload = {};
+  }
+  on_ack(c, h, payload.size(), std::span<const SackBlock>(blocks.data(), nblocks));
   if (c.used && receiving(c.state)) on_data(c, h, payload);
 }
 
-void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload) noexcept {
+void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
+                            std::span<const SackBlock> sack) noexcept {
   if (!h.has(kAck) || seq_lt(h.ack, c.snd_una)) return;  // old
   if (seq_lt(c.snd_max, h.ack)) {  // acknowledges what we never sent
     c.ack_pending = true;
     return;
   }
+  note_sack(c, sack);
   const std::uint32_t flight = c.flight();
   if (seq_lt(c.snd_una, h.ack)) {
     c.dup_count = 0;
     const bool fin_acked = c.fin_sent && h.ack == c.snd_end + 1;
     const std::uint32_t acked = h.ack - c.snd_una;
     c.snd_una = h.ack;
+    c.sacked.drop_below(c.snd_una);
     if (seq_lt(c.snd_nxt, c.snd_una)) c.snd_nxt = c.snd_una;
     if (c.timing && seq_lt(c.timed_seq, h.ack)) {
       c.rtt.sample(now() - c.timed_at);
@@ -197,7 +182,10 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
     }
     c.snd_wnd = h.window;
     if (c.cc.in_recovery()) {
-      if (c.cc.on_recovery_ack(acked, h.ack, flight - acked)) retransmit_first(c);
+      // A partial ack: its first hole is resent, unless a SACK-revealed resend already did.
+      if (c.cc.on_recovery_ack(acked, h.ack, flight - acked) && !seq_lt(c.snd_una, c.sack_resent))
+        retransmit_first(c);
+      if (c.cc.in_recovery()) resend_hole(c);
     } else {
       c.cc.on_ack(acked);
     }
@@ -212,7 +200,10 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
     ++c.dup_count;
     if (c.cc.on_dup_ack(flight, c.snd_max)) {
       ++c.stats.fast_retransmits;
+      c.sack_resent = c.snd_una;
       retransmit_first(c);
+    } else if (c.cc.in_recovery()) {
+      resend_hole(c);
     }
   }
   c.snd_wnd = h.window;
@@ -237,7 +228,7 @@ void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h, std::span<const st
       return;
     }
     if (seq != c.rcv_nxt) {  // past a gap: kept at its place; the duplicate ack asks for the gap
-      if (hold(c, seq, n)) {
+      if (c.held.add(seq, seq + n)) {
         put(c, seq, payload);
         ++c.stats.held_out_of_order;
       } else {
@@ -249,15 +240,14 @@ void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h, std::span<const st
     put(c, seq, payload);
     c.rcv_nxt += n;
     c.stats.bytes_received += n;
-    const bool filled_gap = c.held_count > 0 && seq_le(c.held[0].start, c.rcv_nxt);
+    const bool filled_gap = !c.held.empty() && seq_le(c.held[0].start, c.rcv_nxt);
     // The gap is filled: run over what was held beyond it.
-    while (c.held_count > 0 && seq_le(c.held[0].start, c.rcv_nxt)) {
+    while (!c.held.empty() && seq_le(c.held[0].start, c.rcv_nxt)) {
       if (seq_lt(c.rcv_nxt, c.held[0].end)) {
         c.stats.bytes_received += c.held[0].end - c.rcv_nxt;
         c.rcv_nxt = c.held[0].end;
       }
-      std::copy(c.held.begin() + 1, c.held.begin() + c.held_count, c.held.begin());
-      --c.held_count;
+      c.held.pop_front();
     }
     // A filled gap is acknowledged at once (the sender is in recovery); in-order data when
     // ack_every segments wait or the first has waited ack_delay (poll() sends it).
@@ -381,7 +371,15 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
   if (len && c.zc_count > 0) {
     if (PinnedSend* z = c.pinned_at(seq)) return send_pinned(c, *z, h, len);
   }
-  const std::size_t size = kSegmentHeaderBytes + len;
+  // A pure ack names what is held past a gap (selective acks).
+  std::array<SackBlock, Conn::kSackSent> sack;
+  std::uint32_t nsack = 0;
+  if (flags == kAck && len == 0 && config_.selective_acks) {
+    for (; nsack < std::min(c.held.size(), Conn::kSackSent); ++nsack) sack[nsack] = {c.held[nsack].start, c.held[nsack].end};
+    if (nsack > 0) h.flags |= kSack;
+  }
+  const std::size_t extra = nsack * kSackBlockBytes;
+  const std::size_t size = kSegmentHeaderBytes + len + extra;
   std::array<std::byte, core::Descriptor::kInlineBytes> small;
   core::BufferId b = core::kNoBuffer;
   std::byte* p = small.data();
@@ -389,9 +387,13 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
     if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
     p = net_->buffer(b).data();
   }
-  if (Status s = encode(h, len, std::span<std::byte>(p, kSegmentHeaderBytes)); s != Status::kOk) {
+  Status coded = encode(h, len + extra, std::span<std::byte>(p, kSegmentHeaderBytes));
+  if (coded == Status::kOk && nsack > 0)
+    coded = encode_sack(std::span<const SackBlock>(sack.data(), nsack), h.ack,
+                        std::span<std::byte>(p + kSegmentHeaderBytes, extra));
+  if (coded != Status::kOk) {
     if (b != core::kNoBuffer) (void)net_->release(b);
-    return s;
+    return coded;
   }
   if (len) {
     const std::uint32_t at = (seq - c.data_start()) & c.smask;
@@ -445,10 +447,38 @@ void StreamEndpoint::retransmit_first(Conn& c) noexcept {
   ++c.stats.retransmitted_segments;
   if (seq_lt(c.snd_una, c.snd_end)) {
     const std::uint32_t len = std::min({mss_, c.run(c.snd_una), std::max(c.flight(), 1u)});
-    (void)send_segment(c, kAck, c.snd_una, len);
+    if (send_segment(c, kAck, c.snd_una, len) == Status::kOk && seq_lt(c.sack_resent, c.snd_una + len))
+      c.sack_resent = c.snd_una + len;
   } else if (c.fin_sent && c.snd_una == c.snd_end) {
     (void)send_segment(c, kAck | kFin, c.snd_end, 0);
   }
+}
+
+// Selective acks: records what the peer's SACK blocks say it holds, within what we sent and past
+// snd_una.
+void StreamEndpoint::note_sack(Conn& c, std::span<const SackBlock> sack) noexcept {
+  if (!config_.selective_acks) return;
+  for (const SackBlock& b : sack) {
+    const std::uint32_t start = seq_lt(b.start, c.snd_una) ? c.snd_una : b.start;
+    if (seq_lt(start, b.end) && seq_le(b.end, c.snd_end)) (void)c.sacked.add(start, b.end);
+  }
+}
+
+// Selective acks, in fast recovery: resends the first hole below a SACKed range that this
+// recovery has not resent yet, one segment per ack. NewReno alone resends one hole per round
+// trip (each partial ack names the next); this repairs every loss of a window in about one.
+void StreamEndpoint::resend_hole(Conn& c) noexcept {
+  if (c.sacked.empty()) return;
+  std::uint32_t seq = seq_lt(c.sack_resent, c.snd_una) ? c.snd_una : c.sack_resent;
+  while (const auto* r = c.sacked.find(seq)) seq = r->end;  // what the peer holds is not resent
+  const auto* above = c.sacked.next_after(seq);
+  if (!above || !seq_lt(seq, c.snd_end)) return;  // no hole known below a SACKed range
+  const std::uint32_t len = std::min({mss_, above->start - seq, c.run(seq)});
+  if (send_segment(c, kAck, seq, len) != Status::kOk) return;
+  c.sack_resent = seq + len;
+  c.timing = false;  // Karn
+  ++c.stats.retransmitted_segments;
+  ++c.stats.sack_resent;
 }
 
 void StreamEndpoint::timers(Conn& c, Time t) noexcept {

@@ -79,6 +79,11 @@ struct StreamConfig {
   std::chrono::microseconds ack_delay{200};
   // TIME_WAIT: long enough for the peer to resend a FIN whose ACK was lost (its RTO).
   std::chrono::milliseconds time_wait{200};
+  // Selective acks (RFC 2018; SACK segments in segment_header.h): acks name up to 3 ranges held
+  // past a gap, and a sender in fast recovery resends each hole they reveal on the next ack
+  // instead of one hole per round trip (NewReno's partial acks). Both ends should agree; a
+  // receiver without it sends none, a sender without it ignores them.
+  bool selective_acks = true;
 };
 
 // A connection's counters and control state, readable at any time.
@@ -90,6 +95,7 @@ struct StreamStats {
   std::uint64_t retransmitted_segments = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t fast_retransmits = 0;
+  std::uint64_t sack_resent = 0;         // holes resent in recovery because SACK blocks revealed them
   std::uint64_t dup_acks = 0;
   std::uint64_t held_out_of_order = 0;   // segments past a gap, kept at their place
   std::uint64_t out_of_order_drops = 0;  // segments past a gap seen already or not keepable (16 ranges)
@@ -237,7 +243,9 @@ class StreamEndpoint {
   struct Listener;
   void arrival(const core::Descriptor& d) noexcept;
   void on_segment(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
-  void on_ack(Conn& c, const SegmentHeader& h, std::size_t payload) noexcept;
+  void on_ack(Conn& c, const SegmentHeader& h, std::size_t payload, std::span<const SackBlock> sack) noexcept;
+  void note_sack(Conn& c, std::span<const SackBlock> sack) noexcept;
+  void resend_hole(Conn& c) noexcept;
   void on_data(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
   void on_syn(ChannelId peer, const SegmentHeader& h) noexcept;
   void send_ack_now(Conn& c) noexcept;
