@@ -1,4 +1,4 @@
-// What the tests that break a peer (peer_death_test.cc) or a link (link_down_test.cc) share: the
+// What the tests that break a peer (peer_death_test.cc) or a link (link_down_*_test.cc) share: the
 // bound a configuration promises for reporting a failure, and a healthy pair that keeps carrying
 // checked traffic beside the broken one.
 #pragma once
