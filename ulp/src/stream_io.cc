@@ -441,10 +441,14 @@ Status StreamEndpoint::send_reset(ChannelId peer, const SegmentHeader& to, std::
   return s;
 }
 
-// Resends the first unacknowledged segment (fast retransmit, partial ack).
+// Resends the first unacknowledged segment (fast retransmit, partial ack), and gives it a whole
+// RTO to be acknowledged, as Linux does: the timer was armed by the last ack that moved snd_una,
+// before the three duplicates that revealed the loss, and with an RTO near its 2 ms floor (about
+// two round trips here) it would otherwise expire while recovery is going well.
 void StreamEndpoint::retransmit_first(Conn& c) noexcept {
   c.timing = false;  // Karn
   ++c.stats.retransmitted_segments;
+  c.rto_deadline = now() + c.rtt.rto();
   if (seq_lt(c.snd_una, c.snd_end)) {
     const std::uint32_t len = std::min({mss_, c.run(c.snd_una), std::max(c.flight(), 1u)});
     if (send_segment(c, kAck, c.snd_una, len) == Status::kOk && seq_lt(c.sack_resent, c.snd_una + len))
