@@ -1,4 +1,5 @@
-// RangeSet: merging, refusing, trimming and lookups of sequence-number ranges, across the 2^32 wrap.
+// RangeSet: merging, refusing, trimming and lookups of sequence-number ranges, also across the
+// 2^32 wrap.
 #include "unet/ulp/range_set.h"
 
 #include <gtest/gtest.h>

@@ -16,8 +16,13 @@ using core::store_le;
 constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst | kSack;
 
 // Serial-number order of 32-bit sequence numbers (RFC 1982).
-constexpr bool before(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
-bool block_ok(const SackBlock& b, std::uint32_t ack) noexcept { return before(ack, b.start) && before(b.start, b.end); }
+constexpr bool before(std::uint32_t a, std::uint32_t b) noexcept {
+  return static_cast<std::int32_t>(a - b) < 0;
+}
+// A block names bytes past the ack, at least one.
+bool block_ok(const SackBlock& b, std::uint32_t ack) noexcept {
+  return before(ack, b.start) && before(b.start, b.end);
+}
 
 }  // namespace
 
@@ -45,8 +50,10 @@ SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept {
   // Only a first SYN (no ACK: nothing to acknowledge yet) and an RST may go without ACK.
   if (!h.has(kAck) && !h.has(kSyn) && !h.has(kRst)) return SegmentFault::kMissingAck;
   if (h.has(kSack)) {
-    if (!h.has(kAck) || h.has(kSyn) || h.has(kFin) || h.has(kRst)) return SegmentFault::kSackNotAllowed;
-    if (payload == 0 || payload % kSackBlockBytes != 0 || payload > kMaxSackBlocks * kSackBlockBytes)
+    if (!h.has(kAck) || h.has(kSyn) || h.has(kFin) || h.has(kRst))
+      return SegmentFault::kSackNotAllowed;
+    if (payload == 0 || payload % kSackBlockBytes != 0 ||
+        payload > kMaxSackBlocks * kSackBlockBytes)
       return SegmentFault::kBadSackLength;
   }
   return SegmentFault::kNone;
@@ -68,8 +75,10 @@ Status encode(const SegmentHeader& h, std::size_t payload, std::span<std::byte> 
   return Status::kOk;
 }
 
-Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack, std::span<std::byte> out) noexcept {
-  if (blocks.empty() || blocks.size() > kMaxSackBlocks || out.size() < blocks.size() * kSackBlockBytes)
+Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack,
+                   std::span<std::byte> out) noexcept {
+  if (blocks.empty() || blocks.size() > kMaxSackBlocks ||
+      out.size() < blocks.size() * kSackBlockBytes)
     return Status::kInvalidArgument;
   for (const SackBlock& b : blocks)
     if (!block_ok(b, ack)) return Status::kInvalidArgument;
@@ -82,7 +91,8 @@ Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack, std::sp
   return Status::kOk;
 }
 
-std::size_t read_sack(std::span<const std::byte> payload, std::span<SackBlock, kMaxSackBlocks> out) noexcept {
+std::size_t read_sack(std::span<const std::byte> payload,
+                      std::span<SackBlock, kMaxSackBlocks> out) noexcept {
   const std::size_t n = std::min(payload.size() / kSackBlockBytes, kMaxSackBlocks);
   for (std::size_t i = 0; i < n; ++i) {
     out[i].start = load_le<std::uint32_t>(payload.data() + i * kSackBlockBytes);

@@ -375,7 +375,8 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
   std::array<SackBlock, Conn::kSackSent> sack;
   std::uint32_t nsack = 0;
   if (flags == kAck && len == 0 && config_.selective_acks) {
-    for (; nsack < std::min(c.held.size(), Conn::kSackSent); ++nsack) sack[nsack] = {c.held[nsack].start, c.held[nsack].end};
+    for (; nsack < std::min(c.held.size(), Conn::kSackSent); ++nsack)
+      sack[nsack] = {c.held[nsack].start, c.held[nsack].end};
     if (nsack > 0) h.flags |= kSack;
   }
   const std::size_t extra = nsack * kSackBlockBytes;
@@ -451,20 +452,21 @@ void StreamEndpoint::retransmit_first(Conn& c) noexcept {
   c.rto_deadline = now() + c.rtt.rto();
   if (seq_lt(c.snd_una, c.snd_end)) {
     const std::uint32_t len = std::min({mss_, c.run(c.snd_una), std::max(c.flight(), 1u)});
-    if (send_segment(c, kAck, c.snd_una, len) == Status::kOk && seq_lt(c.sack_resent, c.snd_una + len))
-      c.sack_resent = c.snd_una + len;
+    const bool sent = send_segment(c, kAck, c.snd_una, len) == Status::kOk;
+    if (sent && seq_lt(c.sack_resent, c.snd_una + len)) c.sack_resent = c.snd_una + len;
   } else if (c.fin_sent && c.snd_una == c.snd_end) {
     (void)send_segment(c, kAck | kFin, c.snd_end, 0);
   }
 }
 
-// Selective acks: records what the peer's SACK blocks say it holds, within what we sent and past
-// snd_una.
+// Selective acks: records what the peer's SACK blocks say it holds, past snd_una and within the
+// data we sent (a block naming more is ignored).
 void StreamEndpoint::note_sack(Conn& c, std::span<const SackBlock> sack) noexcept {
   if (!config_.selective_acks) return;
   for (const SackBlock& b : sack) {
     const std::uint32_t start = seq_lt(b.start, c.snd_una) ? c.snd_una : b.start;
-    if (seq_lt(start, b.end) && seq_le(b.end, c.snd_end)) (void)c.sacked.add(start, b.end);
+    if (seq_lt(start, b.end) && seq_le(b.end, c.snd_end) && seq_le(b.end, c.snd_max))
+      (void)c.sacked.add(start, b.end);
   }
 }
 

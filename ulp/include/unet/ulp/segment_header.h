@@ -6,7 +6,8 @@
 //   offset size field
 //   0      1    magic 0x5E
 //   1      1    bits 7..4 version (2); bits 3..0 reserved, zero
-//   2      1    flags: bit 0 SYN, bit 1 ACK, bit 2 FIN, bit 3 RST, bit 4 SACK; bits 7..5 reserved, zero
+//   2      1    flags: bit 0 SYN, bit 1 ACK, bit 2 FIN, bit 3 RST, bit 4 SACK; bits 7..5 reserved,
+//               zero
 //   3      1    reserved, zero
 //   4      2    source port
 //   6      2    destination port
@@ -16,15 +17,15 @@
 //   20     n    payload
 //
 // A SACK segment (selective acknowledgement, after RFC 2018) is a pure ACK whose payload is 1 to 4
-// blocks of 8 bytes instead of data: each the sequence numbers [start, end) of bytes the sender
-// holds past `ack`, start at offset 0 and end at offset 4 of the block.
+// blocks of 8 bytes instead of data: each names [start, end), sequence numbers of bytes the ack's
+// sender holds past `ack`; start at offset 0 of the block, end at offset 4.
 //
 // Rules decode() enforces, each with its own SegmentFault, leaving its output untouched on
 // refusal: at least 20 bytes; magic and version; reserved bits zero; SYN and FIN not together;
-// SYN, RST carry no payload; every segment but a first SYN (SYN without ACK) and an RST carries ACK;
-// SACK only on an ACK without SYN, FIN or RST, with 1 to 4 whole blocks, each block non-empty and
-// after `ack` (serial-number order). encode() refuses what decode() would refuse. Neither
-// allocates nor throws.
+// SYN, RST carry no payload; every segment but a first SYN (SYN without ACK) and an RST carries
+// ACK; SACK only on an ACK without SYN, FIN or RST, with 1 to 4 whole blocks, each block
+// non-empty and after `ack` (serial-number order). encode() refuses what decode() would refuse.
+// Neither allocates nor throws.
 #pragma once
 
 #include <cstddef>
@@ -100,11 +101,13 @@ SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept;
 // Writes a SACK segment's payload: `blocks` (1 to 4, each non-empty and after `ack`) at the
 // front of `out`, 8 bytes each. kInvalidArgument (nothing written) otherwise, or when `out` is
 // shorter than the blocks.
-[[nodiscard]] Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack, std::span<std::byte> out) noexcept;
+[[nodiscard]] Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack,
+                                 std::span<std::byte> out) noexcept;
 
 // The blocks of a SACK segment's payload, which decode() has accepted: payload.size() / 8 of them
 // (at most 4) into `out`; returns how many.
-std::size_t read_sack(std::span<const std::byte> payload, std::span<SackBlock, kMaxSackBlocks> out) noexcept;
+std::size_t read_sack(std::span<const std::byte> payload,
+                      std::span<SackBlock, kMaxSackBlocks> out) noexcept;
 
 // Reads one whole segment; on kOk `out` holds its header and the payload is
 // in.subspan(kSegmentHeaderBytes). On failure kInvalidArgument, `fault` names the rule, `out`

@@ -95,7 +95,7 @@ struct StreamStats {
   std::uint64_t retransmitted_segments = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t fast_retransmits = 0;
-  std::uint64_t sack_resent = 0;         // holes resent in recovery because SACK blocks revealed them
+  std::uint64_t sack_resent = 0;         // holes resent in recovery, revealed by SACK blocks
   std::uint64_t dup_acks = 0;
   std::uint64_t held_out_of_order = 0;   // segments past a gap, kept at their place
   std::uint64_t out_of_order_drops = 0;  // segments past a gap seen already or not keepable (16 ranges)
@@ -243,7 +243,8 @@ class StreamEndpoint {
   struct Listener;
   void arrival(const core::Descriptor& d) noexcept;
   void on_segment(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
-  void on_ack(Conn& c, const SegmentHeader& h, std::size_t payload, std::span<const SackBlock> sack) noexcept;
+  void on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
+              std::span<const SackBlock> sack) noexcept;
   void note_sack(Conn& c, std::span<const SackBlock> sack) noexcept;
   void resend_hole(Conn& c) noexcept;
   void on_data(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
