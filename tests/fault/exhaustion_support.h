@@ -21,6 +21,8 @@ using core::BufferId;
 using core::ChannelId;
 using core::Descriptor;
 using core::Endpoint;
+using core::EndpointConfig;
+using core::Transport;
 
 inline std::byte pattern(std::uint32_t msg, std::uint32_t i) { return static_cast<std::byte>(msg * 131 + i * 7 + 1); }
 

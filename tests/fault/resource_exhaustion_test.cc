@@ -18,12 +18,9 @@
 #include "exhaustion_support.h"
 #include "unet/verbs/error.h"
 
-namespace unet::test {
+namespace unet::test::exhaustion {
 namespace {
 
-using namespace exhaustion;
-using core::EndpointConfig;
-using core::Transport;
 using namespace std::chrono_literals;
 
 // --- 1. completion queue near full -----------------------------------------------------------
@@ -244,4 +241,4 @@ TEST(ResourceExhaustion, FullSendQueueRefusesThenAcceptsAfterProgress) {
 }
 
 }  // namespace
-}  // namespace unet::test
+}  // namespace unet::test::exhaustion

@@ -25,12 +25,9 @@
 #include "unet/core/remote_token.h"
 #include "unet/verbs/error.h"
 
-namespace unet::test {
+namespace unet::test::exhaustion {
 namespace {
 
-using namespace exhaustion;
-using core::EndpointConfig;
-using core::Transport;
 using namespace std::chrono_literals;
 
 // --- 5. registration cache at its pinned-bytes bound ----------------------------------------
@@ -250,4 +247,4 @@ TEST(ResourceExhaustion, DeviceObjectLimitThrowsAtSetupAndLeaksNothing) {
 }
 
 }  // namespace
-}  // namespace unet::test
+}  // namespace unet::test::exhaustion
