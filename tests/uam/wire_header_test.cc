@@ -176,7 +176,7 @@ std::vector<Malformed> malformed_inputs() {
       {"KindFifteen", with(good, 1, 0x1F), WireFault::kBadKind},
       {"ArgCountFive", with(good, 3, 0x05), WireFault::kBadArgCount},
       {"ArgCountSeven", with(good, 3, 0x07), WireFault::kBadArgCount},
-      {"ReservedBit4", with(good, 3, 0x12), WireFault::kReservedBits},
+      {"ReservedBit5", with(good, 3, 0x22), WireFault::kReservedBits},
       {"ReservedBit7", with(good, 3, 0x82), WireFault::kReservedBits},
       {"ArgsCutShort", resized(good, 16 + 8 + 4), WireFault::kTooShort},
       {"FourArgsClaimedInBareHeader", with(bare, 3, 0x04), WireFault::kTooShort},
@@ -184,6 +184,8 @@ std::vector<Malformed> malformed_inputs() {
       {"PayloadLengthTooLarge", with(good, 5, 0x01), WireFault::kLengthMismatch},
       {"TrailingByte", resized(good, good.size() + 1), WireFault::kLengthMismatch},
       {"ArgsButNoRoomForPayload", resized(good, 32), WireFault::kLengthMismatch},
+      {"MoreBitOnALoneMessage", with(good, 3, 0x12), WireFault::kLengthMismatch},
+      {"MoreBitWithAFollower", resized(with(good, 3, 0x12), good.size() + 16), WireFault::kLengthMismatch},
       {"CreditNamingAHandler", credit_with([](Header& h) { h.handler = 3; }),
        WireFault::kCreditFields},
       {"CreditWithAToken", credit_with([](Header& h) { h.token = 1; }), WireFault::kCreditFields},
@@ -234,6 +236,79 @@ TEST(WireHeader, TruncationsRefusedAndAcceptedMutationsCanonical) {
           << "byte " << at;
     }
   }
+}
+
+// A coalesced packet: three messages back to back, the more bit on all but the last.
+Bytes packet(const std::vector<Header>& hs) {
+  Bytes out;
+  for (std::size_t i = 0; i < hs.size(); ++i) {
+    const std::size_t at = out.size();
+    const Bytes m = message(hs[i]);
+    out.insert(out.end(), m.begin(), m.end());
+    if (i + 1 < hs.size()) set_more(out.data() + at);
+  }
+  return out;
+}
+
+TEST(WireHeader, DecodeFrontReadsACoalescedPacketInOrder) {
+  std::vector<Header> hs = {sample(Kind::kRequest, 1, 64), sample(Kind::kReply, 0, 0),
+                            sample(Kind::kRequest, 4, 3)};
+  hs[1].seq = 7;
+  hs[2].seq = 8;
+  const Bytes b = packet(hs);
+  std::span<const std::byte> rest(b);
+  for (std::size_t i = 0; i < hs.size(); ++i) {
+    Header out;
+    std::size_t used = 0;
+    WireFault fault = WireFault::kBadMagic;
+    ASSERT_EQ(decode_front(rest, out, used, fault), Status::kOk) << "message " << i;
+    EXPECT_EQ(fault, WireFault::kNone);
+    EXPECT_EQ(used, message_bytes(hs[i]));
+    Header expect = hs[i];
+    expect.more = i + 1 < hs.size();
+    EXPECT_EQ(out, expect) << "message " << i;
+    rest = rest.subspan(used);
+  }
+  EXPECT_TRUE(rest.empty());
+  Header lone;
+  EXPECT_EQ(decode(b, lone), Status::kInvalidArgument) << "decode() takes one message, not a packet";
+}
+
+TEST(WireHeader, DecodeFrontRefusesWhatDoesNotEndWhereThePacketEnds) {
+  const Header h = sample(Kind::kRequest, 1, 8);
+  const Bytes two = packet({h, h});
+  const std::size_t first = message_bytes(h);
+  Header out = sentinel();
+  std::size_t used = 99;
+  WireFault fault = WireFault::kNone;
+  // The more bit with under a fixed header after it; and the last message cut or padded.
+  for (std::size_t size : {first, first + 15, two.size() - 1, two.size() + 1}) {
+    Bytes b = two;
+    b.resize(size);
+    std::span<const std::byte> rest(b);
+    Status s = decode_front(rest, out, used, fault);
+    if (s == Status::kOk && size > first) {  // the first message is whole: the second is refused
+      rest = rest.subspan(used);
+      out = sentinel();
+      used = 99;
+      s = decode_front(rest, out, used, fault);
+    }
+    EXPECT_EQ(s, Status::kInvalidArgument) << "packet of " << size << " bytes";
+    EXPECT_EQ(fault, WireFault::kLengthMismatch);
+    EXPECT_EQ(out, sentinel());
+    EXPECT_EQ(used, 99u);
+  }
+}
+
+TEST(WireHeader, EncodeWritesTheMoreBitAndCheckAllowsIt) {
+  Header h = sample(Kind::kCredit, 0, 0);
+  h.handler = 0;
+  h.token = 0;
+  h.more = true;
+  EXPECT_EQ(check(h), WireFault::kNone);
+  Bytes b(16);
+  ASSERT_EQ(encode(h, b), Status::kOk);
+  EXPECT_EQ(static_cast<std::uint8_t>(b[3]), 0x10);
 }
 
 TEST(WireHeader, FaultNames) {

@@ -12,7 +12,8 @@ using core::store_le;
 
 constexpr std::uint8_t kArgCountMask = 0x07;
 constexpr std::uint8_t kProbeBit = 0x08;
-constexpr std::uint8_t kReservedMask = 0xF0;
+constexpr std::uint8_t kMoreBit = 0x10;
+constexpr std::uint8_t kReservedMask = 0xE0;
 
 bool valid_kind(std::uint8_t k) noexcept {
   return k >= static_cast<std::uint8_t>(Kind::kRequest) &&
@@ -72,7 +73,7 @@ void encode_unchecked(const Header& h, std::byte* p) noexcept {
   p[0] = std::byte{kWireMagic};
   p[1] = static_cast<std::byte>((kWireVersion << 4) | static_cast<std::uint8_t>(h.kind));
   p[2] = std::byte{h.handler};
-  p[3] = static_cast<std::byte>(h.arg_count | (h.probe ? kProbeBit : 0));
+  p[3] = static_cast<std::byte>(h.arg_count | (h.probe ? kProbeBit : 0) | (h.more ? kMoreBit : 0));
   store_le<std::uint16_t>(p + 4, h.payload_length);
   p[6] = std::byte{h.credits};
   p[7] = std::byte{h.token};
@@ -82,7 +83,10 @@ void encode_unchecked(const Header& h, std::byte* p) noexcept {
     store_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i, h.args[i]);
 }
 
-Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noexcept {
+void set_more(std::byte* header) noexcept { header[3] |= std::byte{kMoreBit}; }
+
+Status decode_front(std::span<const std::byte> in, Header& out, std::size_t& used,
+                    WireFault& fault) noexcept {
   fault = WireFault::kTooShort;
   if (in.size() < kFixedHeaderBytes) return Status::kInvalidArgument;
   const std::byte* p = in.data();
@@ -106,6 +110,7 @@ Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noex
   h.handler = b(2);
   h.arg_count = n;
   h.probe = (b(3) & kProbeBit) != 0;
+  h.more = (b(3) & kMoreBit) != 0;
   h.payload_length = load_le<std::uint16_t>(p + 4);
   h.credits = b(6);
   h.token = b(7);
@@ -115,12 +120,27 @@ Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noex
     h.args[i] = load_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i);
 
   fault = WireFault::kLengthMismatch;
-  if (in.size() != message_bytes(h)) return Status::kInvalidArgument;
+  const std::size_t size = message_bytes(h);
+  if (h.more ? in.size() < size + kFixedHeaderBytes : in.size() != size) return Status::kInvalidArgument;
   fault = WireFault::kCreditFields;
   if (!credit_fields_clear(h)) return Status::kInvalidArgument;
   fault = WireFault::kProbeNotCredit;
   if (h.probe && h.kind != Kind::kCredit) return Status::kInvalidArgument;
   fault = WireFault::kNone;
+  out = h;
+  used = size;
+  return Status::kOk;
+}
+
+Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noexcept {
+  // A lone message: decode_front() into a copy, so that a more bit leaves `out` untouched.
+  Header h;
+  std::size_t used = 0;
+  if (Status s = decode_front(in, h, used, fault); s != Status::kOk) return s;
+  if (h.more) {
+    fault = WireFault::kLengthMismatch;
+    return Status::kInvalidArgument;
+  }
   out = h;
   return Status::kOk;
 }

@@ -8,7 +8,8 @@
 //   1      1    bits 7..4 version (1); bits 3..0 kind (1..5, see Kind)
 //   2      1    handler id (0..255)
 //   3      1    bits 2..0 argument count (0..4); bit 3 credit probe (kCredit only: "I have no
-//               credit, send me your total"); bits 7..4 reserved, zero
+//               credit, send me your total"); bit 4 more: another whole message follows this
+//               one in the same packet (coalescing, see below); bits 7..5 reserved, zero
 //   4      2    payload length in bytes (u16)
 //   6      1    credits returned: the running total, modulo 256 (see credit_window.h)
 //   7      1    request token (a reply, error reply or store-done echoes its request's)
@@ -19,13 +20,20 @@
 //   16     8*n  argument words, n = argument count (u64 each)
 //   16+8n  len  payload
 //
+// A packet holds one message or several back to back (a coalesced packet): every message but
+// the last has the more bit, and the last ends exactly where the packet ends. Each message is
+// whole, with its own header, sequence number and ack; a receiver reads them in order with
+// decode_front(). (Bit 4 was reserved before coalescing; a decoder that predates it refuses such
+// a packet as reserved bits, never misreads it.)
+//
 // What fits in a descriptor's 44 inline bytes (core::Descriptor::kInlineBytes): the header and up
 // to 3 argument words, with 28 - 8n bytes of payload beside n words (28, 20, 12, 4); four words
 // (48 bytes) need a segment buffer.
 //
 // Rules decode() enforces, each with its own WireFault: the message is at least 16 bytes; magic and
 // version match; kind is 1..5; argument count is 0..4; reserved bits are zero; the message is
-// exactly 16 + 8n + payload_length bytes (no truncation, no trailing bytes); a credit/ack-only
+// exactly 16 + 8n + payload_length bytes (no truncation, no trailing bytes) — or, with the more
+// bit, at least one fixed header's worth of bytes follows it; a credit/ack-only
 // message names no handler, token, arguments or payload (it is not sequenced itself); only a
 // credit/ack-only message may carry the probe bit. On any failure `out` is
 // left untouched. encode() refuses a header that decode() would refuse. Neither allocates nor
@@ -68,6 +76,7 @@ struct Header {
   std::uint8_t credits = 0;  // running total of credits returned, modulo 256
   std::uint8_t token = 0;
   bool probe = false;  // kCredit only: the sender is out of credit (credit_window.h)
+  bool more = false;   // another message follows this one in the packet
   std::uint32_t seq = 0;
   std::uint32_t ack = 0;
   std::array<std::uint64_t, kMaxArgs> args{};
@@ -95,7 +104,8 @@ enum class WireFault : std::uint8_t {
   kBadKind,
   kBadArgCount,     // more than kMaxArgs
   kReservedBits,    // reserved bits of byte 3 are set
-  kLengthMismatch,  // message size != 16 + 8n + payload_length
+  kLengthMismatch,  // message size != 16 + 8n + payload_length (with the more bit: less than a
+                    // fixed header follows it)
   kCreditFields,    // a kCredit message names a handler, token, arguments or payload
   kProbeNotCredit,  // the probe bit on a message other than kCredit
 };
@@ -113,9 +123,17 @@ WireFault check(const Header& h) noexcept;
 // header_bytes(h.arg_count) bytes at `out`. `h` must pass check() and arg_count <= kMaxArgs.
 void encode_unchecked(const Header& h, std::byte* out) noexcept;
 
-// Reads one whole message `in`, validating every field; on kOk `out` holds its header and the
-// payload is in.subspan(header_bytes(out.arg_count)). On failure returns kInvalidArgument, sets
-// `fault` (when given) to the rule broken and leaves `out` untouched.
+// Sets the more bit of the message encoded at `header`: another message is being placed after it.
+void set_more(std::byte* header) noexcept;
+
+// Reads the message at the front of packet `in`, validating every field; on kOk `out` holds its
+// header, `used` its size (message_bytes(out)), its payload is in.subspan(header_bytes(
+// out.arg_count), out.payload_length), and when out.more the next message starts at in[used].
+// On failure returns kInvalidArgument, sets `fault` to the rule broken and leaves `out` and
+// `used` untouched.
+[[nodiscard]] Status decode_front(std::span<const std::byte> in, Header& out, std::size_t& used,
+                                  WireFault& fault) noexcept;
+// Reads a packet of exactly one message (no more bit), as decode_front() does.
 [[nodiscard]] Status decode(std::span<const std::byte> in, Header& out) noexcept;
 [[nodiscard]] Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noexcept;
 
