@@ -113,14 +113,17 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
   const uam::Stats& sb = b.stats();
   EXPECT_GT(dropped_now, 0) << "netem dropped nothing: the traffic did not cross the veths";
   EXPECT_GT(sa.retransmitted + sb.retransmitted, 0u);
+  EXPECT_GT(sa.coalesced + sb.coalesced, 0u) << "no coalesced packet crossed the lossy link";
   std::printf(
       "uam UD lossy link (%s, both ways): %llu requests, %llu replies in %.1f s; netem dropped %ld packets; "
-      "resent %llu, duplicates dropped %llu, credit messages %llu; lost 0, duplicated 0, corrupted 0\n",
+      "resent %llu, duplicates dropped %llu, credit messages %llu, messages coalesced %llu; lost 0, duplicated 0, "
+      "corrupted 0\n",
       netem().c_str(), static_cast<unsigned long long>(s[0].ok + s[1].ok),
       static_cast<unsigned long long>(s[0].replies + s[1].replies), secs, dropped_now,
       static_cast<unsigned long long>(sa.retransmitted + sb.retransmitted),
       static_cast<unsigned long long>(sa.duplicates + sb.duplicates),
-      static_cast<unsigned long long>(sa.credit_messages + sb.credit_messages));
+      static_cast<unsigned long long>(sa.credit_messages + sb.credit_messages),
+      static_cast<unsigned long long>(sa.coalesced + sb.coalesced));
 }
 
 }  // namespace

@@ -35,6 +35,8 @@ Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config)
   peers_.resize(net.max_channels);
   open_.reserve(net.max_channels);
   kept_.assign(net.buffers, core::kNoChannel);
+  kept_refs_.assign(net.buffers, 0);
+  bundled_.reserve(net.max_channels);
   gets_.resize(net.max_operations);
   free_gets_ = std::make_unique<core::DescriptorRing<std::uint32_t>>(net.max_operations);
   for (std::uint32_t i = 0; i < net.max_operations; ++i) (void)free_gets_->push(i);

@@ -63,6 +63,11 @@ struct Endpoint::Peer {
   std::uint32_t slot_bytes = 0;
   std::unique_ptr<std::byte[]> copies;
   std::unique_ptr<std::uint32_t[]> copy_len;
+  // The open coalesced packet (Config::coalesce): a segment buffer holding whole messages for
+  // this channel, not yet handed to core; bundle_last is the offset of the last one.
+  core::BufferId bundle = core::kNoBuffer;
+  std::uint32_t bundle_len = 0;
+  std::uint32_t bundle_last = 0;
   Time last_heard{};             // the last arrival from the peer that could complete requests
   Time last_probe{};             // the last probe sent
   Time probe_interval{};         // UD: backs off while the peer stays unheard or we lack credit
@@ -74,6 +79,14 @@ struct Endpoint::Peer {
     return static_cast<std::uint8_t>(token - oldest_token) < pending_count;
   }
   std::byte* copy(Seq s) noexcept { return copies.get() + std::size_t{s & copy_mask} * slot_bytes; }
+};
+
+// What the messages of one arrived packet did with its buffer: the credit the buffer holds (the
+// first request that arrived in it; kKeptNoCredit for none) and how many handlers kept it.
+struct Endpoint::Packet {
+  BufferId buffer = core::kNoBuffer;
+  ChannelId credit = kKeptNoCredit;
+  std::uint16_t kept = 0;
 };
 
 struct Endpoint::Get {

@@ -23,6 +23,7 @@ int Endpoint::poll() noexcept {
   // inside its own wait() (poll_now_ zero) read the clock themselves.
   const Time t = now();
   poll_now_ = t;
+  seal_all();  // packets composed since the last poll go out at the start of core's poll
   const int n = net_->poll();  // arrivals run their handlers in here (core's upcall)
   poll_now_ = Time{};
   if (n < 0) return n;
@@ -32,7 +33,7 @@ int Endpoint::poll() noexcept {
     timers(*peers_[ch], t);
     if (i < open_.size() && open_[i] == ch) ++i;
   }
-  const int f = net_->flush();  // replies and credits pushed above go out now, not next poll
+  const int f = flush();  // packets, replies and credits composed above go out now, not next poll
   if (f < 0) return f;
   return n + f;
 }
@@ -43,84 +44,90 @@ Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
       *net_, timeout, [this] { return poll(); }, [&] { return work_ != before; });
 }
 
-// One arrival from core (its upcall): decode, account credits and sequence, run the handler.
+// One arrival from core (its upcall): a packet of one message or several (coalesced), each
+// decoded and run in order; then its buffer goes back unless a handler kept it.
 void Endpoint::arrival(const core::Descriptor& d) noexcept {
-  const BufferId b = d.is_inline() ? core::kNoBuffer : d.buffer;
-  const std::span<const std::byte> bytes =
-      d.is_inline() ? d.inline_payload() : std::span<const std::byte>(net_->buffer(b).first(d.length));
+  Packet pk;
+  pk.buffer = d.is_inline() ? core::kNoBuffer : d.buffer;
+  std::span<const std::byte> rest =
+      d.is_inline() ? d.inline_payload() : std::span<const std::byte>(net_->buffer(pk.buffer).first(d.length));
   Peer* p = peer(d.channel);
-  Header h;
-  Status decoded = decode(bytes, h);
-  if (decoded != Status::kOk || !p || !p->open) {
-    if (decoded != Status::kOk) ++stats_.malformed;
-    if (b != core::kNoBuffer) (void)net_->release(b);
-    return;
-  }
   const Time t = poll_now_ != Time{} ? poll_now_ : now();
+  while (!rest.empty()) {
+    Header h;
+    std::size_t used = 0;
+    WireFault fault;
+    if (decode_front(rest, h, used, fault) != Status::kOk) {  // it and what follows are dropped
+      ++stats_.malformed;
+      break;
+    }
+    if (!p || !p->open) break;
+    message(*p, h, rest.subspan(header_bytes(h.arg_count), h.payload_length), pk, t);
+    rest = rest.subspan(used);
+  }
+  done_with(pk);
+}
+
+// One message of a packet: account credits and sequence, run the handler, apply the ack.
+void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk, Time t) noexcept {
   // UD: a header whose ack is older than one already applied was composed (or, a resend, first
   // sent) before a header we have seen, and may have been held back for milliseconds (a
   // descheduled vCPU, a busy backlog) while the peer's running total moved on by more than half
   // its range: modulo 256 its old total would read as new credits (credit_window.h). Its total is
   // not used; what it returns came or comes with newer headers (a probe's answer at the latest).
-  const bool fresh_total = !p->tx || !p->tx->stale_ack(h.ack);
-  if (fresh_total && p->credits.on_credit_total(h.credits) != Status::kOk) {  // credits never spent
+  const bool fresh_total = !p.tx || !p.tx->stale_ack(h.ack);
+  if (fresh_total && p.credits.on_credit_total(h.credits) != Status::kOk) {  // credits never spent
     ++stats_.bad_credits;
-    if (b != core::kNoBuffer) (void)net_->release(b);
     return;
   }
   // Whether we hold every message the peer sent before this one: only then may its ack complete
   // our requests, since a reply the peer sent earlier (and we lost) must run first.
   bool in_step = false, deliver = false;
   if (h.kind == Kind::kCredit) {
-    if (h.probe) p->credits.on_probe();
-    in_step = h.seq == p->rx.ack();
-  } else if (p->rx.on_arrival(h.seq, t) == Arrival::kDeliver) {
+    if (h.probe) p.credits.on_probe();
+    in_step = h.seq == p.rx.ack();
+  } else if (p.rx.on_arrival(h.seq, t) == Arrival::kDeliver) {
     in_step = deliver = true;
   } else {  // UD: a duplicate or a message past a gap, dropped (RC cannot produce either)
-    ++(p->tx ? stats_.duplicates : stats_.out_of_order);
+    ++(p.tx ? stats_.duplicates : stats_.out_of_order);
   }
-  if (!deliver) {
-    if (b != core::kNoBuffer) (void)net_->release(b);
-  } else if (h.kind == Kind::kRequest || h.kind == Kind::kStoreDone) {
-    run_request(*p, h, bytes.subspan(header_bytes(h.arg_count)), b);
-  } else {
-    run_reply(*p, h, bytes.subspan(header_bytes(h.arg_count)), b);
+  if (deliver) {
+    const bool request = h.kind == Kind::kRequest || h.kind == Kind::kStoreDone;
+    const Disposition d = request ? run_request(p, h, payload, pk) : run_reply(p, h, payload, pk.buffer);
+    if (d == Disposition::kKept && pk.buffer != core::kNoBuffer) ++pk.kept;
   }
   if (in_step) {  // the peer is heard from in a way that can complete requests
-    p->last_heard = t;
-    p->probe_interval = config_.reliability.rto_initial;
-    p->probe_unanswered = false;
+    p.last_heard = t;
+    p.probe_interval = config_.reliability.rto_initial;
+    p.probe_unanswered = false;
   }
   // The ack after the body: a reply's own request completes after its reply handler ran.
-  if (p->open) apply_ack(*p, h.ack, in_step, t);
+  if (p.open) apply_ack(p, h.ack, in_step, t);
 }
 
-void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
+Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk) noexcept {
   if (p.credits.on_request() != Status::kOk) {  // the peer overran its window
     ++stats_.overruns;
-    if (b != core::kNoBuffer) (void)net_->release(b);
-    return;
+    return Disposition::kDone;
   }
-  // A short request's buffer went back to the free queue when core copied it into the
-  // descriptor: its credit is owed now, so the reply the handler sends can carry it.
-  ChannelId credit_to = p.ch;
-  if (b == core::kNoBuffer) {
-    (void)p.credits.request_done();
-    credit_to = kKeptNoCredit;
-  }
+  // The packet's buffer holds one credit, the first request's, until it goes back to the free
+  // queue. Any other request in it is owed its credit now, so the reply the handler sends can
+  // carry it; so is a short request, whose buffer went back when core copied it into the
+  // descriptor.
+  if (pk.buffer == core::kNoBuffer || pk.credit != kKeptNoCredit) (void)p.credits.request_done();
+  else pk.credit = p.ch;
   const Handler* fn = nullptr;
   const bool store = h.kind == Kind::kStoreDone;
   if (handlers_.lookup(h.handler, HandlerKind::kRequest, fn) != Status::kOk || (store && payload.size() != kStorePayload)) {
     ++stats_.unknown_handler;
     (void)send_error(p, h.token, Status::kNotFound);
-    done_with(b, credit_to, Disposition::kDone);
-    return;
+    return Disposition::kDone;
   }
   Message m;
   m.channel = p.ch;
   m.handler = h.handler;
   m.args = std::span<const std::uint64_t>(h.args.data(), h.arg_count);
-  m.buffer = b;
+  m.buffer = pk.buffer;
   if (store) {
     m.bulk_offset = core::load_le<std::uint64_t>(payload.data());
     m.bulk_length = core::load_le<std::uint64_t>(payload.data() + 8);
@@ -130,14 +137,13 @@ void Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> 
   Token token(p.ch, h.token);
   ++stats_.requests_handled;
   ++work_;
-  done_with(b, credit_to, fn->request(token, m));
+  return fn->request(token, m);
 }
 
-void Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
+Disposition Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
   if (!p.awaiting(h.token) || p.slot(h.token).replied) {  // no such request, or answered twice
     ++stats_.stray_replies;
-    if (b != core::kNoBuffer) (void)net_->release(b);
-    return;
+    return Disposition::kDone;
   }
   Peer::Pending& e = p.slot(h.token);
   e.replied = true;
@@ -148,10 +154,7 @@ void Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> pa
     ++stats_.unknown_handler;
     e.status = Status::kNotFound;
   }
-  if (!fn) {
-    if (b != core::kNoBuffer) (void)net_->release(b);
-    return;
-  }
+  if (!fn) return Disposition::kDone;
   Message m;
   m.channel = p.ch;
   m.handler = h.handler;
@@ -161,22 +164,24 @@ void Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> pa
   m.cookie = e.cookie;
   ++stats_.replies_handled;
   ++work_;
-  done_with(b, kKeptNoCredit, fn->reply(m));
+  return fn->reply(m);
 }
 
-// A handler is done with its message: the buffer goes back (and a request's credit is owed to its
-// sender) unless the handler kept a medium payload's buffer.
-void Endpoint::done_with(BufferId b, ChannelId credit_to, Disposition d) noexcept {
-  if (b != core::kNoBuffer && d == Disposition::kKept) {
-    kept_[b] = credit_to;
+// Every message of a packet ran: its buffer goes back (and the credit it holds is owed to its
+// sender) unless handlers kept it, in which case the last release() does that.
+void Endpoint::done_with(const Packet& pk) noexcept {
+  if (pk.kept > 0) {
+    kept_[pk.buffer] = pk.credit;
+    kept_refs_[pk.buffer] = pk.kept;
     return;
   }
-  if (credit_to != kKeptNoCredit) (void)peers_[credit_to]->credits.request_done();
-  if (b != core::kNoBuffer) (void)net_->release(b);
+  if (pk.credit != kKeptNoCredit) (void)peers_[pk.credit]->credits.request_done();
+  if (pk.buffer != core::kNoBuffer) (void)net_->release(pk.buffer);
 }
 
 Status Endpoint::release(BufferId b) noexcept {
   if (b >= kept_.size() || kept_[b] == core::kNoChannel) return Status::kInvalidState;
+  if (--kept_refs_[b] > 0) return Status::kOk;  // another message of its packet keeps it
   const ChannelId ch = kept_[b];
   kept_[b] = core::kNoChannel;
   if (ch != kKeptNoCredit) (void)peers_[ch]->credits.request_done();
@@ -280,6 +285,7 @@ void Endpoint::op_completions() noexcept {
 void Endpoint::fail_peer(Peer& p, Status status) noexcept {
   if (!p.open) return;
   p.open = false;
+  if (const core::BufferId b = take_bundle(p); b != core::kNoBuffer) (void)net_->release(b);  // not sent
   if (p.tx) p.tx->abort([](Seq, std::uint64_t) {});
   if (auto it = std::find(open_.begin(), open_.end(), p.ch); it != open_.end()) open_.erase(it);
   while (p.pending_count > 0) {

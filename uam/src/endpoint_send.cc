@@ -8,9 +8,10 @@
 namespace unet::uam {
 
 // Room for one message of `bytes` on the send path. A request leaves the reserve for replies and
-// credit messages; a reply or credit message may use it.
+// credit messages; a reply or credit message may use it. Every open coalesced packet keeps a
+// send-queue slot for itself, so sealing one never fails for want of room.
 Status Endpoint::room(std::size_t bytes, bool reserve) const noexcept {
-  const std::uint32_t slots = 1 + (reserve ? kReplySlots : 0);
+  const std::size_t slots = 1 + (reserve ? kReplySlots : 0) + bundled_.size();
   if (net_->send_queue_space() < slots) return Status::kNoResource;
   if (bytes > net_->inline_threshold() && net_->spare_buffers() < 1 + (reserve ? kReplyBuffers : 0))
     return Status::kNoResource;
@@ -18,25 +19,79 @@ Status Endpoint::room(std::size_t bytes, bool reserve) const noexcept {
 }
 
 // Hands one message to core: header `h` (checked by the caller) and the payload `body`, written
-// once, straight into the descriptor's staging bytes when it fits there, else into a segment
-// buffer. `copy` (UD) receives the bytes too.
-Status Endpoint::put(ChannelId ch, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept {
+// once — behind the messages of the channel's open packet when it fits there (coalescing), else
+// straight into the descriptor's staging bytes when it fits there, else into a segment buffer,
+// which opens a packet when coalescing is on. `copy` (UD) receives the message's bytes too, as
+// a packet of its own (no more bit). A message that does not fit the open packet seals it first:
+// the channel's messages leave in the order they were put.
+Status Endpoint::put(Peer& p, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept {
   const std::size_t head = header_bytes(h.arg_count);
   const std::size_t total = head + body.size();
-  const bool small = total <= net_->inline_threshold();
+  std::byte* at = nullptr;
   core::BufferId b = core::kNoBuffer;
-  if (!small) {
-    if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
+  if (p.bundle != core::kNoBuffer) {
+    if (p.bundle_len + total <= net_->max_message()) {
+      std::byte* base = net_->buffer(p.bundle).data();
+      set_more(base + p.bundle_last);
+      at = base + p.bundle_len;
+      p.bundle_last = p.bundle_len;
+      p.bundle_len += static_cast<std::uint32_t>(total);
+      ++stats_.coalesced;
+    } else if (Status s = seal(p); s != Status::kOk) {
+      return s;
+    }
   }
-  std::byte* p = small ? scratch_.data() : net_->buffer(b).data();
-  encode_unchecked(h, p);
-  if (!body.empty()) std::memcpy(p + head, body.data(), body.size());
-  if (copy) std::memcpy(copy, p, total);
-  if (small) return net_->send_inline(ch, std::span<const std::byte>(p, total));
-  return net_->send(ch, b, static_cast<std::uint32_t>(total));
+  const bool small = !at && total <= net_->inline_threshold();
+  if (!at && !small) {
+    if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
+    at = net_->buffer(b).data();
+  }
+  if (small) at = scratch_.data();
+  encode_unchecked(h, at);
+  if (!body.empty()) std::memcpy(at + head, body.data(), body.size());
+  if (copy) std::memcpy(copy, at, total);
+  if (small) return net_->send_inline(p.ch, std::span<const std::byte>(at, total));
+  if (b == core::kNoBuffer) return Status::kOk;  // joined the open packet
+  if (!config_.coalesce) return net_->send(p.ch, b, static_cast<std::uint32_t>(total));
+  p.bundle = b;
+  p.bundle_len = static_cast<std::uint32_t>(total);
+  p.bundle_last = 0;
+  bundled_.push_back(p.ch);  // reserved for every channel: no allocation
+  return Status::kOk;
 }
 
-// Hands one message already in wire form (a UD copy) to core.
+// Hands the channel's open packet to core. Its send-queue slot was kept (room()); a channel that
+// is failing refuses it, and the buffer goes back (UD resends its messages from their copies).
+Status Endpoint::seal(Peer& p) noexcept {
+  const core::BufferId b = take_bundle(p);
+  if (b == core::kNoBuffer) return Status::kOk;
+  const Status s = net_->send(p.ch, b, p.bundle_len);
+  if (s != Status::kOk) (void)net_->release(b);
+  return s;
+}
+
+// Closes the channel's open packet, if any, and returns its buffer (kNoBuffer for none).
+core::BufferId Endpoint::take_bundle(Peer& p) noexcept {
+  const core::BufferId b = p.bundle;
+  if (b == core::kNoBuffer) return b;
+  p.bundle = core::kNoBuffer;
+  if (auto it = std::find(bundled_.begin(), bundled_.end(), p.ch); it != bundled_.end()) {
+    *it = bundled_.back();
+    bundled_.pop_back();
+  }
+  return b;
+}
+
+void Endpoint::seal_all() noexcept {
+  while (!bundled_.empty()) (void)seal(*peers_[bundled_.back()]);
+}
+
+int Endpoint::flush() noexcept {
+  seal_all();
+  return net_->flush();
+}
+
+// Hands one message already in wire form (a UD copy) to core, as a packet of its own.
 Status Endpoint::put_bytes(ChannelId ch, std::span<const std::byte> message) noexcept {
   if (message.size() <= net_->inline_threshold()) return net_->send_inline(ch, message);
   core::BufferId b;
@@ -62,7 +117,7 @@ Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> pay
   h.credits = p.credits.piggyback();
   h.ack = p.rx.ack();
   // The callers checked the argument count and payload; the rest of check() holds by construction.
-  const Status s = put(p.ch, h, payload, copy);
+  const Status s = put(p, h, payload, copy);
   if (p.tx) {  // UD: numbered and kept, so sent: if it did not go out now the timer resends it
     p.rx.ack_sent();
     return Status::kOk;
@@ -76,14 +131,14 @@ Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> pay
 }
 
 Status Endpoint::send_credit(Peer& p, bool probe) noexcept {
-  if (net_->send_queue_space() == 0) return Status::kNoResource;
+  if (net_->send_queue_space() <= bundled_.size()) return Status::kNoResource;
   Header h;
   h.kind = Kind::kCredit;
   h.probe = probe;
   h.seq = p.tx ? p.tx->next_seq() : p.next_seq;  // lets the peer tell whether it has all before
   h.credits = p.credits.piggyback();
   h.ack = p.rx.ack();
-  const Status s = put(p.ch, h, {}, nullptr);
+  const Status s = put(p, h, {}, nullptr);
   if (s == Status::kOk) {
     p.rx.ack_sent();
     ++stats_.credit_messages;
@@ -170,7 +225,7 @@ Status Endpoint::reply(Token& token, HandlerId handler, std::span<const std::uin
 
 // Answers request `token` with error `status` (an unknown handler, no buffer for the reply).
 Status Endpoint::send_error(Peer& p, std::uint8_t token, Status status) noexcept {
-  if (net_->send_queue_space() == 0) return Status::kNoResource;
+  if (net_->send_queue_space() <= bundled_.size()) return Status::kNoResource;
   Header h;
   h.kind = Kind::kErrorReply;
   h.token = token;
@@ -187,7 +242,7 @@ Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const c
   if (args.size() > 2 || len == 0 || !local) return Status::kInvalidArgument;
   const std::size_t bytes = header_bytes(args.size()) + kStorePayload;
   // The write and the store-done message: two send-queue slots.
-  if (net_->send_queue_space() < 2 + kReplySlots) return Status::kNoResource;
+  if (net_->send_queue_space() < 2 + kReplySlots + bundled_.size()) return Status::kNoResource;
   if (Status s = begin_request(*p, bytes); s != Status::kOk) return s;
   if (Status s = net_->write(ch, local, len, remote, offset, kStoreTag); s != Status::kOk) {
     p->credits.undo_consume();

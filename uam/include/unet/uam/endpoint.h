@@ -69,6 +69,12 @@ struct Config {
   // RC: how long a peer with requests outstanding may stay silent before it is probed (UD probes
   // back off from reliability.rto_initial to rto_max instead).
   std::chrono::milliseconds keepalive{50};
+  // Coalescing: messages queued for one channel between two polls share a packet while they fit
+  // (wire_header.h), so a burst of medium messages costs one send, one receive buffer and one
+  // completion per packet instead of per message. The first message that needs a segment buffer
+  // opens the channel's packet; later ones, of any size, join it in order; poll() or flush()
+  // sends it. Messages that fit inside a descriptor and find no open packet go alone, as before.
+  bool coalesce = true;
 };
 
 // Counters of one uam endpoint, over all its channels.
@@ -97,6 +103,7 @@ struct Stats {
   std::uint64_t duplicates = 0;        // UD duplicates and out-of-order arrivals dropped
   std::uint64_t reply_no_buffer = 0;   // medium replies turned into kNoResource error replies
   std::uint64_t probes = 0;            // credit messages asking the peer for its credits and ack
+  std::uint64_t coalesced = 0;         // messages sent in a packet behind another (Config::coalesce)
 };
 
 // The active-message endpoint (see the top of this file).
@@ -163,14 +170,16 @@ class Endpoint {
   Status get(ChannelId ch, const core::RemoteToken& remote, std::uint64_t offset, void* local, std::size_t len,
              HandlerId handler, std::span<const std::uint64_t> args, std::uint64_t cookie = 0) noexcept;
   // Gives back a medium payload's buffer a handler kept (its request's credit goes home with it).
+  // Messages of one coalesced packet share its buffer: each handler that kept it releases it
+  // once, and it goes back with the last release.
   Status release(BufferId buffer) noexcept;
 
   // Progress: sends, arrivals (handlers run here), acks, credits, timers. Returns the work done
   // (0 = idle) or a negative value on a device error.
   int poll() noexcept;
   // Posts what request(), store(), get() and reply() queued, now (poll() does it too). Not from a
-  // handler. Returns how many went out, or a negative value on a device error.
-  int flush() noexcept { return net_->flush(); }
+  // handler. Returns how many packets went out, or a negative value on a device error.
+  int flush() noexcept;
   // Polls until some handler or completion ran, or `timeout` passed (kTimeout). Sleeps on the
   // completion channel when idle, waking for the next timer (millisecond granularity).
   Status wait(std::chrono::milliseconds timeout) noexcept;
@@ -179,10 +188,14 @@ class Endpoint {
 
  private:
   struct Peer;
+  struct Packet;
   struct Get;
   // endpoint_send.cc
   Status room(std::size_t bytes, bool reserve) const noexcept;
-  Status put(ChannelId ch, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept;
+  Status put(Peer& p, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept;
+  Status seal(Peer& p) noexcept;
+  BufferId take_bundle(Peer& p) noexcept;
+  void seal_all() noexcept;
   Status put_bytes(ChannelId ch, std::span<const std::byte> message) noexcept;
   Status send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept;
   Status send_credit(Peer& p, bool probe) noexcept;
@@ -193,14 +206,15 @@ class Endpoint {
   void resend(Peer& p, Seq seq) noexcept;
   // endpoint_receive.cc
   void arrival(const core::Descriptor& d) noexcept;
-  void run_request(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
-  void run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
+  void message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk, Time t) noexcept;
+  Disposition run_request(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk) noexcept;
+  Disposition run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
   void apply_ack(Peer& p, Seq ack, bool in_step, Time now) noexcept;
   void timers(Peer& p, Time now) noexcept;
   void op_completions() noexcept;
   void fail_peer(Peer& p, Status status) noexcept;
   void complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept;
-  void done_with(BufferId b, ChannelId credit_to, Disposition d) noexcept;
+  void done_with(const Packet& pk) noexcept;
   Peer* peer(ChannelId ch) noexcept;
   ChannelId adopt(ChannelId ch);
   Time now() const noexcept;
@@ -216,6 +230,8 @@ class Endpoint {
   HandlerTable<Handler> handlers_;
   CompletionHandler on_completion_;
   std::vector<ChannelId> kept_;               // by buffer: the channel whose request it holds
+  std::vector<std::uint16_t> kept_refs_;      // by buffer: handlers that kept it, not yet released
+  std::vector<ChannelId> bundled_;            // channels with an open coalesced packet
   std::vector<Get> gets_;
   std::unique_ptr<core::DescriptorRing<std::uint32_t>> free_gets_;
   std::uint64_t work_ = 0;                    // handlers and completions run (for wait())
