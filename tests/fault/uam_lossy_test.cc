@@ -115,8 +115,10 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
   EXPECT_GT(sa.retransmitted + sb.retransmitted, 0u);
   EXPECT_GT(sa.coalesced + sb.coalesced, 0u) << "no coalesced packet crossed the lossy link";
   std::printf(
-      "uam UD lossy link (%s, both ways): %llu requests, %llu replies in %.1f s; netem dropped %ld packets; "
-      "resent %llu, duplicates dropped %llu, credit messages %llu, messages coalesced %llu; lost 0, duplicated 0, "
+      "uam UD lossy link (%s, both ways): %llu requests, %llu replies in %.1f s; netem dropped %ld "
+      "packets; "
+      "resent %llu, duplicates dropped %llu, credit messages %llu, messages coalesced %llu; lost "
+      "0, duplicated 0, "
       "corrupted 0\n",
       netem().c_str(), static_cast<unsigned long long>(s[0].ok + s[1].ok),
       static_cast<unsigned long long>(s[0].replies + s[1].replies), secs, dropped_now,

@@ -214,21 +214,26 @@ TEST_P(UamTransport, CoalescedBurstArrivesWholeAndInOrder) {
     Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
     constexpr std::uint64_t kBurst = 16;
     std::uint64_t handled = 0, ok = 0;
-    ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message& m) {
-      EXPECT_EQ(m.args.size(), 1u);
-      if (m.args.size() == 1) {
-        EXPECT_EQ(m.args[0], handled) << "out of order";
-        const auto want = pattern(100 + m.args[0], m.args[0]);
-        EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), want.begin(), want.end())) << m.args[0];
-      }
-      ++handled;
-      return Disposition::kDone;
-    }), Status::kOk);
+    ASSERT_EQ(p.b.on_request(kSink,
+                             [&](Token&, const Message& m) {
+                               EXPECT_EQ(m.args.size(), 1u);
+                               if (m.args.size() == 1) {
+                                 EXPECT_EQ(m.args[0], handled) << "out of order";
+                                 const auto want = pattern(100 + m.args[0], m.args[0]);
+                                 EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(),
+                                                        want.begin(), want.end()))
+                                     << m.args[0];
+                               }
+                               ++handled;
+                               return Disposition::kDone;
+                             }),
+              Status::kOk);
     p.a.on_completion([&](ChannelId, std::uint64_t cookie, Status s) {
       EXPECT_EQ(cookie, ok);
       ok += s == Status::kOk;
     });
-    const std::uint64_t received_before = p.b.net().stats().upcalls;  // uam takes arrivals by upcall
+    const std::uint64_t received_before =
+        p.b.net().stats().upcalls;  // uam takes arrivals by upcall
     for (std::uint64_t i = 0; i < kBurst; ++i) {
       const auto body = pattern(100 + i, i);
       ASSERT_EQ(p.a.request(p.ab, kSink, std::span(&i, 1), body, i), Status::kOk) << i;
@@ -257,11 +262,13 @@ TEST_P(UamTransport, KeptMessagesOfOnePacketShareItsBufferAndCredit) {
   cfg.window = 2;
   Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
   std::vector<BufferId> kept;
-  ASSERT_EQ(p.b.on_request(kKeep, [&](Token&, const Message& m) {
-    EXPECT_EQ(m.payload.size(), 300u);
-    kept.push_back(m.buffer);
-    return Disposition::kKept;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kKeep,
+                           [&](Token&, const Message& m) {
+                             EXPECT_EQ(m.payload.size(), 300u);
+                             kept.push_back(m.buffer);
+                             return Disposition::kKept;
+                           }),
+            Status::kOk);
   const auto body = pattern(300, 9);
   ASSERT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kOk);
   ASSERT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kOk);
@@ -271,7 +278,8 @@ TEST_P(UamTransport, KeptMessagesOfOnePacketShareItsBufferAndCredit) {
   ASSERT_EQ(kept[0], kept[1]) << "one packet, one buffer";
   // The second request's credit came back at once: a third request goes, in its own packet.
   Status s = Status::kNoResource;
-  ASSERT_TRUE(p.pump([&] { return (s = p.a.request(p.ab, kKeep, {}, body)) != Status::kNoResource; }));
+  ASSERT_TRUE(
+      p.pump([&] { return (s = p.a.request(p.ab, kKeep, {}, body)) != Status::kNoResource; }));
   ASSERT_EQ(s, Status::kOk);
   ASSERT_TRUE(p.pump([&] { return kept.size() == 3; }));
   EXPECT_NE(kept[2], kept[0]);
@@ -279,10 +287,12 @@ TEST_P(UamTransport, KeptMessagesOfOnePacketShareItsBufferAndCredit) {
   EXPECT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kNoResource);  // both credits held
   EXPECT_EQ(p.b.release(kept[0]), Status::kOk);
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(p.step());
-  EXPECT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kNoResource) << "one message still keeps it";
+  EXPECT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kNoResource)
+      << "one message still keeps it";
   EXPECT_EQ(p.b.release(kept[1]), Status::kOk);
   EXPECT_EQ(p.b.release(kept[1]), Status::kInvalidState) << "released once per message, not more";
-  ASSERT_TRUE(p.pump([&] { return (s = p.a.request(p.ab, kKeep, {}, body)) != Status::kNoResource; }));
+  ASSERT_TRUE(
+      p.pump([&] { return (s = p.a.request(p.ab, kKeep, {}, body)) != Status::kNoResource; }));
   EXPECT_EQ(s, Status::kOk);
   EXPECT_EQ(p.b.release(kept[2]), Status::kOk);
 }

@@ -185,7 +185,8 @@ std::vector<Malformed> malformed_inputs() {
       {"TrailingByte", resized(good, good.size() + 1), WireFault::kLengthMismatch},
       {"ArgsButNoRoomForPayload", resized(good, 32), WireFault::kLengthMismatch},
       {"MoreBitOnALoneMessage", with(good, 3, 0x12), WireFault::kLengthMismatch},
-      {"MoreBitWithAFollower", resized(with(good, 3, 0x12), good.size() + 16), WireFault::kLengthMismatch},
+      {"MoreBitWithAFollower", resized(with(good, 3, 0x12), good.size() + 16),
+       WireFault::kLengthMismatch},
       {"CreditNamingAHandler", credit_with([](Header& h) { h.handler = 3; }),
        WireFault::kCreditFields},
       {"CreditWithAToken", credit_with([](Header& h) { h.token = 1; }), WireFault::kCreditFields},
@@ -271,7 +272,8 @@ TEST(WireHeader, DecodeFrontReadsACoalescedPacketInOrder) {
   }
   EXPECT_TRUE(rest.empty());
   Header lone;
-  EXPECT_EQ(decode(b, lone), Status::kInvalidArgument) << "decode() takes one message, not a packet";
+  EXPECT_EQ(decode(b, lone), Status::kInvalidArgument)
+      << "decode() takes one message, not a packet";
 }
 
 TEST(WireHeader, DecodeFrontRefusesWhatDoesNotEndWhereThePacketEnds) {

@@ -50,7 +50,8 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
   Packet pk;
   pk.buffer = d.is_inline() ? core::kNoBuffer : d.buffer;
   std::span<const std::byte> rest =
-      d.is_inline() ? d.inline_payload() : std::span<const std::byte>(net_->buffer(pk.buffer).first(d.length));
+      d.is_inline() ? d.inline_payload()
+                    : std::span<const std::byte>(net_->buffer(pk.buffer).first(d.length));
   Peer* p = peer(d.channel);
   const Time t = poll_now_ != Time{} ? poll_now_ : now();
   while (!rest.empty()) {
@@ -69,7 +70,8 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
 }
 
 // One message of a packet: account credits and sequence, run the handler, apply the ack.
-void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk, Time t) noexcept {
+void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk,
+                       Time t) noexcept {
   // UD: a header whose ack is older than one already applied was composed (or, a resend, first
   // sent) before a header we have seen, and may have been held back for milliseconds (a
   // descheduled vCPU, a busy backlog) while the peer's running total moved on by more than half
@@ -93,7 +95,8 @@ void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payl
   }
   if (deliver) {
     const bool request = h.kind == Kind::kRequest || h.kind == Kind::kStoreDone;
-    const Disposition d = request ? run_request(p, h, payload, pk) : run_reply(p, h, payload, pk.buffer);
+    const Disposition d =
+        request ? run_request(p, h, payload, pk) : run_reply(p, h, payload, pk.buffer);
     if (d == Disposition::kKept && pk.buffer != core::kNoBuffer) ++pk.kept;
   }
   if (in_step) {  // the peer is heard from in a way that can complete requests
@@ -105,7 +108,8 @@ void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payl
   if (p.open) apply_ack(p, h.ack, in_step, t);
 }
 
-Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk) noexcept {
+Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload,
+                                  Packet& pk) noexcept {
   if (p.credits.on_request() != Status::kOk) {  // the peer overran its window
     ++stats_.overruns;
     return Disposition::kDone;
@@ -114,8 +118,10 @@ Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std:
   // queue. Any other request in it is owed its credit now, so the reply the handler sends can
   // carry it; so is a short request, whose buffer went back when core copied it into the
   // descriptor.
-  if (pk.buffer == core::kNoBuffer || pk.credit != kKeptNoCredit) (void)p.credits.request_done();
-  else pk.credit = p.ch;
+  if (pk.buffer == core::kNoBuffer || pk.credit != kKeptNoCredit)
+    (void)p.credits.request_done();
+  else
+    pk.credit = p.ch;
   const Handler* fn = nullptr;
   const bool store = h.kind == Kind::kStoreDone;
   if (handlers_.lookup(h.handler, HandlerKind::kRequest, fn) != Status::kOk || (store && payload.size() != kStorePayload)) {
@@ -140,7 +146,8 @@ Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std:
   return fn->request(token, m);
 }
 
-Disposition Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId b) noexcept {
+Disposition Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload,
+                                BufferId b) noexcept {
   if (!p.awaiting(h.token) || p.slot(h.token).replied) {  // no such request, or answered twice
     ++stats_.stray_replies;
     return Disposition::kDone;
@@ -285,7 +292,8 @@ void Endpoint::op_completions() noexcept {
 void Endpoint::fail_peer(Peer& p, Status status) noexcept {
   if (!p.open) return;
   p.open = false;
-  if (const core::BufferId b = take_bundle(p); b != core::kNoBuffer) (void)net_->release(b);  // not sent
+  if (const core::BufferId b = take_bundle(p); b != core::kNoBuffer)
+    (void)net_->release(b);  // not sent
   if (p.tx) p.tx->abort([](Seq, std::uint64_t) {});
   if (auto it = std::find(open_.begin(), open_.end(), p.ch); it != open_.end()) open_.erase(it);
   while (p.pending_count > 0) {

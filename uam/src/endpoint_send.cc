@@ -24,7 +24,8 @@ Status Endpoint::room(std::size_t bytes, bool reserve) const noexcept {
 // which opens a packet when coalescing is on. `copy` (UD) receives the message's bytes too, as
 // a packet of its own (no more bit). A message that does not fit the open packet seals it first:
 // the channel's messages leave in the order they were put.
-Status Endpoint::put(Peer& p, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept {
+Status Endpoint::put(Peer& p, const Header& h, std::span<const std::byte> body,
+                     std::byte* copy) noexcept {
   const std::size_t head = header_bytes(h.arg_count);
   const std::size_t total = head + body.size();
   std::byte* at = nullptr;

@@ -121,7 +121,8 @@ Status decode_front(std::span<const std::byte> in, Header& out, std::size_t& use
 
   fault = WireFault::kLengthMismatch;
   const std::size_t size = message_bytes(h);
-  if (h.more ? in.size() < size + kFixedHeaderBytes : in.size() != size) return Status::kInvalidArgument;
+  if (h.more ? in.size() < size + kFixedHeaderBytes : in.size() != size)
+    return Status::kInvalidArgument;
   fault = WireFault::kCreditFields;
   if (!credit_fields_clear(h)) return Status::kInvalidArgument;
   fault = WireFault::kProbeNotCredit;

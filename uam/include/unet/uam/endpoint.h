@@ -103,7 +103,7 @@ struct Stats {
   std::uint64_t duplicates = 0;        // UD duplicates and out-of-order arrivals dropped
   std::uint64_t reply_no_buffer = 0;   // medium replies turned into kNoResource error replies
   std::uint64_t probes = 0;            // credit messages asking the peer for its credits and ack
-  std::uint64_t coalesced = 0;         // messages sent in a packet behind another (Config::coalesce)
+  std::uint64_t coalesced = 0;         // messages sent behind another in one packet (coalesce)
 };
 
 // The active-message endpoint (see the top of this file).
@@ -206,9 +206,12 @@ class Endpoint {
   void resend(Peer& p, Seq seq) noexcept;
   // endpoint_receive.cc
   void arrival(const core::Descriptor& d) noexcept;
-  void message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk, Time t) noexcept;
-  Disposition run_request(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk) noexcept;
-  Disposition run_reply(Peer& p, const Header& h, std::span<const std::byte> payload, BufferId buffer) noexcept;
+  void message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk,
+               Time t) noexcept;
+  Disposition run_request(Peer& p, const Header& h, std::span<const std::byte> payload,
+                          Packet& pk) noexcept;
+  Disposition run_reply(Peer& p, const Header& h, std::span<const std::byte> payload,
+                        BufferId buffer) noexcept;
   void apply_ack(Peer& p, Seq ack, bool in_step, Time now) noexcept;
   void timers(Peer& p, Time now) noexcept;
   void op_completions() noexcept;

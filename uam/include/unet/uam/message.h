@@ -4,10 +4,11 @@
 // A handler runs inside uam::Endpoint::poll() (or wait()), on the endpoint's thread, once per
 // message, in the order its channel delivered them. It gets the message's argument words (0..4)
 // and its payload: a short payload rides inside the descriptor and is valid for the handler's
-// duration only; a medium one sits in a segment buffer (Message::buffer) and is valid until the
-// handler returns kDone — or, if it returns kKept, until the application calls
-// uam::Endpoint::release(buffer). A kept request buffer still holds its sender's credit, so a peer
-// stalls if too many are kept.
+// duration only; a medium one (and any message that came in a coalesced packet) sits in a
+// segment buffer (Message::buffer) and is valid until the handler returns kDone — or, if it
+// returns kKept, until the application calls uam::Endpoint::release(buffer), once per kept
+// message (the messages of one packet share its buffer). A kept request buffer still holds its
+// sender's credit, so a peer stalls if too many are kept.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,7 @@ struct Message {
   HandlerId handler = 0;
   std::span<const std::uint64_t> args;    // 0..4 words
   std::span<const std::byte> payload;     // a get: the local memory the data was read into
-  BufferId buffer = core::kNoBuffer;      // medium payload: its segment buffer (kNoBuffer: short)
+  BufferId buffer = core::kNoBuffer;      // the segment buffer holding the payload (or kNoBuffer)
   std::uint64_t cookie = 0;               // reply and get handlers: the cookie of the request/get
   Status status = Status::kOk;            // get handlers: the read's outcome
   std::uint64_t bulk_offset = 0;          // store handlers: where the data landed in our window
