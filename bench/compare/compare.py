@@ -346,6 +346,13 @@ def cases(a, limits):
         for s in sorted({min(s, limits[transport]) for s in a.bw_sizes}):
             out.append((f"am_bw {transport} {s} B --batch {EP_BW_BATCH}", BW, s, "am_bw", c + batch + window,
                         "ucx_perftest am_bw", bw_metric(s), transport))
+    # uam's coalescing (on by default) off, at the smallest am_bw size: one packet per message,
+    # what the per-message path costs without it.
+    for transport in ("RC", "UD") if "am_bw" in a.tests else ():
+        s = min(min(a.bw_sizes), limits[transport])
+        out.append((f"am_bw {transport} {s} B --batch {EP_BW_BATCH} --nocoalesce", BW, s, "am_bw",
+                    ("-c", transport) + batch + window + ("--nocoalesce",), "ucx_perftest am_bw", bw_metric(s),
+                    transport))
     # uam over UD beside perftest over UD at the smallest sizes: what the device's UD path costs
     # by itself (on rxe a UD send costs far more than an RC one), apart from uam's own work.
     if "am_lat" in a.tests:
@@ -522,11 +529,12 @@ def plot(a, results, context):
 
     def series(kind, test, transport, field):
         """(size, unet median, peer median, peer name) of `field` for every case of `test` on
-        `transport`."""
+        `transport` (unet's default settings: not the --nocoalesce cases)."""
         return sorted((x["size"], statistics.median(r[field] for r in x["unet_runs"]),
                        statistics.median(r[field] for r in x["peer_runs"]), x["peer"])
-                      for x in results.values()
-                      if x["kind"] == kind and x["unet_test"] == test and x["transport"] == transport)
+                      for name, x in results.items()
+                      if x["kind"] == kind and x["unet_test"] == test and x["transport"] == transport
+                      and "--nocoalesce" not in name)
 
     for kind, fname, ylabel, field, tests in (
             (LAT, "latency.png", "half round trip [us]", "latency_us",

@@ -71,6 +71,7 @@ RawFlags flags_from(FuzzedDataProvider& in) {
   if (in.ConsumeBool()) f.oob = pick(in, {"unet", "rc_pingpong", "ib_send_lat"});
   f.mtu = maybe(in, 256, 4096);
   f.window = maybe(in, 1, kMaxAmWindow);
+  if (in.ConsumeBool()) f.coalesce = in.ConsumeBool();
   f.limits = in.ConsumeBool();
   const auto hosts = in.ConsumeIntegralInRange<std::size_t>(0, 2);
   for (std::size_t i = 0; i < hosts; ++i) f.hosts.push_back(in.ConsumeRandomLengthString(32));
@@ -117,6 +118,7 @@ void check_config(const RawFlags& f, const PerfConfig& c) {
   require(c.batch == 1 || (!c.is_latency() && !c.is_ulp()));
   require(c.window >= 1 && c.window <= kMaxAmWindow);
   require(c.is_am() || (c.window == kDefaultAmWindow && !f.window));
+  require(c.is_am() ? c.coalesce == f.coalesce.value_or(true) : c.coalesce && !f.coalesce);
   require(c.timeout.count() >= 1 && c.timeout.count() <= 3600000);
 
   require(!c.is_ulp() || c.transport == unet::core::Transport::kUd);

@@ -310,6 +310,7 @@ SizeResult run_am_bw(AmRound& r) {
 uam::Config am_config(const PerfConfig& c) {
   uam::Config a;
   a.window = static_cast<std::uint8_t>(c.window);
+  a.coalesce = c.coalesce;
   return a;
 }
 

@@ -77,6 +77,9 @@ DEFINE_string(oob, "unet",
               "the tool's -n counts every message");
 DEFINE_int32(m, 0, "--oob rc_pingpong / ib_send_lat: path MTU, as the tool's -m (default: the tool's)");
 DEFINE_int32(window, 8, "am_*: uam's credit window, requests outstanding per channel (1..127)");
+DEFINE_bool(coalesce, true,
+            "am_*: uam coalesces the messages a channel queues between two polls into one packet "
+            "(--nocoalesce: one packet per message)");
 DEFINE_bool(
     limits, false,
     "print the largest -s of --test on -c for this device ('max_size N') and exit; no peer");
@@ -116,6 +119,7 @@ RawFlags raw_flags(int argc, char** argv) {
   f.oob = FLAGS_oob;
   if (!is_default("m")) f.mtu = FLAGS_m;
   if (!is_default("window")) f.window = FLAGS_window;
+  if (!is_default("coalesce")) f.coalesce = FLAGS_coalesce;
   f.limits = FLAGS_limits;
   for (int k = 1; k < argc; ++k) f.hosts.emplace_back(argv[k]);
   return f;

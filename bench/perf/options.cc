@@ -44,6 +44,7 @@ Settings settings_of(const PerfConfig& c) {
       {"warmup", std::to_string(c.warmup)},
       {"cm", c.rdma_cm ? "1" : "0"},
       {"window", std::to_string(c.window)},
+      {"coalesce", c.coalesce ? "1" : "0"},
   };
 }
 
@@ -58,6 +59,7 @@ std::string_view flag_of(std::string_view key) noexcept {
   if (key == "warmup") return "--warmup";
   if (key == "cm") return "-R";
   if (key == "window") return "--window";
+  if (key == "coalesce") return "--coalesce";
   return "?";
 }
 
@@ -208,6 +210,10 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     if (*f.window < 1 || *f.window > kMaxAmWindow)
       return range_error("--window", *f.window, 1, kMaxAmWindow);
     c.window = static_cast<std::uint32_t>(*f.window);
+  }
+  if (f.coalesce) {
+    if (!c.is_am()) return "--coalesce applies to the am_* tests only (uam's message coalescing)";
+    c.coalesce = *f.coalesce;
   }
   c.limits = f.limits;
 

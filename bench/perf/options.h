@@ -75,6 +75,7 @@ struct RawFlags {
   std::string oob = "unet";                 // --oob
   std::optional<std::int64_t> mtu;          // -m (--oob rc_pingpong / ib_send_lat only)
   std::optional<std::int64_t> window;       // --window (am_* only)
+  std::optional<bool> coalesce;             // --coalesce (am_* only)
   bool limits = false;                      // --limits
   std::vector<std::string> hosts;           // positional arguments (0 = server, 1 = client)
 };
@@ -102,6 +103,7 @@ struct PerfConfig {
   OobKind oob = OobKind::kUnet;
   std::uint32_t mtu = 0;  // --oob rc_pingpong / ib_send_lat: the tool's -m (0: the tool's default)
   std::uint32_t window = kDefaultAmWindow;  // am_*: uam's credit window per channel
+  bool coalesce = true;                     // am_*: uam's Config::coalesce
   bool limits = false;  // --limits: print the largest -s for this test and transport, and exit
   std::string host;  // "" = server
 
@@ -130,7 +132,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& flags);
 
 // The settings both sides must share, as one line (ends with '\n'):
 //   "unet-perf/1 test=ep_lat size=2 iters=1000 transport=RC mode=base inline=default batch=1
-//    warmup=100 cm=0 window=8"
+//    warmup=100 cm=0 window=8 coalesce=1"
 std::string settings_line(const PerfConfig& c);
 // Compares the peer's settings line with ours. nullopt when they agree; otherwise one message
 // naming the first setting that differs, the flag that sets it and both values. `peer_is_client`

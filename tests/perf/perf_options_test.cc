@@ -164,6 +164,8 @@ const BadCase kBadCases[] = {
      "--batch does not apply to stream_bw"},
     {"stream_window", [](RawFlags& f) { f.test = "stream_bw"; f.window = 8; },
      "--window applies to the am_* tests only"},
+    {"coalesce_for_ep_test", [](RawFlags& f) { f.coalesce = false; },
+     "--coalesce applies to the am_* tests only"},
     {"stream_direct_mode", [](RawFlags& f) { f.test = "stream_lat"; f.mode = "direct"; },
      "--mode direct does not fit --test stream_lat, a base-level test"},  // stream_bw takes it
     {"stream_oob_tool", [](RawFlags& f) { f.test = "stream_lat"; f.oob = "rc_pingpong"; },
@@ -224,6 +226,9 @@ TEST(PerfConfig, AmDefaultsFollowUcxPerftestAndUam) {
   EXPECT_EQ(given.sizes, std::vector<std::uint32_t>{64});
   EXPECT_FALSE(given.default_size);
   EXPECT_EQ(given.window, 127u);
+  EXPECT_TRUE(given.coalesce) << "uam's default";
+  f.coalesce = false;
+  EXPECT_FALSE(ok(f).coalesce);
   EXPECT_EQ(given.batch, 16u);
   EXPECT_EQ(given.transport, core::Transport::kUd);
   EXPECT_TRUE(given.events);
@@ -394,6 +399,11 @@ TEST(PerfSettings, EveryCheckedSettingIsCompared) {
   diff = compare_settings(ok(flags("am_bw")), settings_line(ok(w)), true);
   ASSERT_TRUE(diff.has_value());
   EXPECT_EQ(*diff, "settings differ: window (--window) is 8 on the server but 4 on the client");
+  RawFlags nc = flags("am_bw");
+  nc.coalesce = false;
+  diff = compare_settings(ok(flags("am_bw")), settings_line(ok(nc)), true);
+  ASSERT_TRUE(diff.has_value());
+  EXPECT_EQ(*diff, "settings differ: coalesce (--coalesce) is 1 on the server but 0 on the client");
   // Another test of the same family is named as the test.
   diff = compare_settings(ok(flags("am_bw")), settings_line(ok(flags("am_lat"))), true);
   ASSERT_TRUE(diff.has_value());
