@@ -8,6 +8,7 @@
 
 #include "unet/core/channel_table.h"
 #include "unet/core/endpoint.h"
+#include "unet/core/serial_number.h"
 #include "unet/verbs/address_handle.h"
 #include "unet/verbs/completion_channel.h"
 #include "unet/verbs/connection_manager.h"
@@ -33,8 +34,6 @@ inline constexpr std::uint64_t kSendBit = 1ull << 63;
 constexpr std::uint64_t send_wr_id(std::uint32_t lane, std::uint32_t seq) noexcept {
   return kSendBit | std::uint64_t{lane} << 32 | seq;
 }
-// Sequence numbers wrap: a is at or before b.
-constexpr bool seq_le(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) <= 0; }
 
 // What an in-flight send holds: a buffer, kNoBuffer (inline), or kOpBit | an op slot
 // (direct-access operation).

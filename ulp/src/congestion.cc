@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "unet/core/serial_number.h"
+
 namespace unet::ulp {
 namespace {
 
@@ -19,9 +21,7 @@ std::uint32_t halved(std::uint32_t flight, std::uint32_t mss) noexcept {
 }
 
 // a at or after b in 32-bit sequence space (RFC 1982 serial arithmetic).
-bool seq_at_or_after(std::uint32_t a, std::uint32_t b) noexcept {
-  return static_cast<std::int32_t>(a - b) >= 0;
-}
+bool seq_at_or_after(std::uint32_t a, std::uint32_t b) noexcept { return core::seq_le(b, a); }
 
 std::uint32_t checked_mss(std::uint32_t mss) {
   if (mss == 0) throw std::invalid_argument("NewReno: mss must be positive");

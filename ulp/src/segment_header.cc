@@ -6,6 +6,7 @@
 #include <array>
 
 #include "unet/core/little_endian.h"
+#include "unet/core/serial_number.h"
 
 namespace unet::ulp {
 namespace {
@@ -15,13 +16,10 @@ using core::store_le;
 
 constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst | kSack;
 
-// Serial-number order of 32-bit sequence numbers (RFC 1982).
-constexpr bool before(std::uint32_t a, std::uint32_t b) noexcept {
-  return static_cast<std::int32_t>(a - b) < 0;
-}
+using core::seq_lt;
 // A block names bytes past the ack, at least one.
 bool block_ok(const SackBlock& b, std::uint32_t ack) noexcept {
-  return before(ack, b.start) && before(b.start, b.end);
+  return seq_lt(ack, b.start) && seq_lt(b.start, b.end);
 }
 
 }  // namespace

@@ -8,14 +8,15 @@
 #include <memory>
 
 #include "unet/core/descriptor_ring.h"
+#include "unet/core/serial_number.h"
 #include "unet/ulp/range_set.h"
 #include "unet/ulp/stream_endpoint.h"
 
 namespace unet::ulp {
 
 // Serial-number comparisons of 32-bit sequence numbers (RFC 1982).
-constexpr bool seq_lt(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
-constexpr bool seq_le(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) <= 0; }
+using core::seq_le;
+using core::seq_lt;
 
 // A zero-copy send: [start, start + len) of a connection's sequence space is application memory
 // at `addr` (the send buffer's bytes there are unused). It stays on its connection until the peer

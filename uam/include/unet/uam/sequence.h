@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "unet/core/serial_number.h"
+
 namespace unet::uam {
 
 // A message sequence number (wraps at 2^32).
@@ -16,9 +18,9 @@ using Seq = std::uint32_t;
 constexpr std::int32_t seq_distance(Seq a, Seq b) noexcept {
   return static_cast<std::int32_t>(b - a);
 }
-// `a` comes strictly before `b`; before or equal.
-constexpr bool seq_before(Seq a, Seq b) noexcept { return seq_distance(a, b) > 0; }
-constexpr bool seq_before_eq(Seq a, Seq b) noexcept { return seq_distance(a, b) >= 0; }
+// `a` comes strictly before `b`; before or equal (core's serial-number order).
+constexpr bool seq_before(Seq a, Seq b) noexcept { return core::seq_lt(a, b); }
+constexpr bool seq_before_eq(Seq a, Seq b) noexcept { return core::seq_le(a, b); }
 
 static_assert(seq_before(0xFFFFFFFFu, 0u), "wraps");
 static_assert(!seq_before(5u, 5u) && seq_before_eq(5u, 5u));

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 
+#include "unet/core/serial_number.h"
+
 namespace unet::ulp {
 
 template <std::uint32_t N>
@@ -20,7 +22,6 @@ class RangeSet {
 
   std::uint32_t size() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
-  static constexpr std::uint32_t capacity() noexcept { return N; }
   // Range i in order (i < size()).
   const Range& operator[](std::uint32_t i) const noexcept { return r_[i]; }
 
@@ -29,13 +30,14 @@ class RangeSet {
   // are kept already.
   bool add(std::uint32_t start, std::uint32_t end) noexcept {
     std::uint32_t i = 0;
-    while (i < count_ && before(r_[i].end, start)) ++i;  // the first range ending at or past start
-    if (i < count_ && !before(end, r_[i].start)) {       // touches range i: merge
-      if (!before(start, r_[i].start) && !before(r_[i].end, end)) return false;
-      if (before(start, r_[i].start)) r_[i].start = start;
-      if (before(r_[i].end, end)) r_[i].end = end;
-      while (i + 1 < count_ && !before(r_[i].end, r_[i + 1].start)) {  // swallow the next
-        if (before(r_[i].end, r_[i + 1].end)) r_[i].end = r_[i + 1].end;
+    // i: the first range ending at or past start.
+    while (i < count_ && core::seq_lt(r_[i].end, start)) ++i;
+    if (i < count_ && !core::seq_lt(end, r_[i].start)) {  // touches range i: merge
+      if (!core::seq_lt(start, r_[i].start) && !core::seq_lt(r_[i].end, end)) return false;
+      if (core::seq_lt(start, r_[i].start)) r_[i].start = start;
+      if (core::seq_lt(r_[i].end, end)) r_[i].end = end;
+      while (i + 1 < count_ && !core::seq_lt(r_[i].end, r_[i + 1].start)) {  // swallow the next
+        if (core::seq_lt(r_[i].end, r_[i + 1].end)) r_[i].end = r_[i + 1].end;
         std::copy(r_.begin() + i + 2, r_.begin() + count_, r_.begin() + i + 1);
         --count_;
       }
@@ -51,10 +53,10 @@ class RangeSet {
   // Forgets everything before `seq`: a range ending at or before it goes, one across it is cut.
   void drop_below(std::uint32_t seq) noexcept {
     std::uint32_t gone = 0;
-    while (gone < count_ && !before(seq, r_[gone].end)) ++gone;
+    while (gone < count_ && !core::seq_lt(seq, r_[gone].end)) ++gone;
     std::copy(r_.begin() + gone, r_.begin() + count_, r_.begin());
     count_ -= gone;
-    if (count_ > 0 && before(r_[0].start, seq)) r_[0].start = seq;
+    if (count_ > 0 && core::seq_lt(r_[0].start, seq)) r_[0].start = seq;
   }
   // Removes the first range (size() > 0).
   void pop_front() noexcept {
@@ -66,20 +68,17 @@ class RangeSet {
   // The range holding `seq`, or nullptr.
   const Range* find(std::uint32_t seq) const noexcept {
     for (std::uint32_t i = 0; i < count_; ++i)
-      if (!before(seq, r_[i].start) && before(seq, r_[i].end)) return &r_[i];
+      if (!core::seq_lt(seq, r_[i].start) && core::seq_lt(seq, r_[i].end)) return &r_[i];
     return nullptr;
   }
   // The first range starting after `seq`, or nullptr.
   const Range* next_after(std::uint32_t seq) const noexcept {
     for (std::uint32_t i = 0; i < count_; ++i)
-      if (before(seq, r_[i].start)) return &r_[i];
+      if (core::seq_lt(seq, r_[i].start)) return &r_[i];
     return nullptr;
   }
 
  private:
-  static constexpr bool before(std::uint32_t a, std::uint32_t b) noexcept {
-    return static_cast<std::int32_t>(a - b) < 0;
-  }
   std::array<Range, N> r_{};
   std::uint32_t count_ = 0;
 };
