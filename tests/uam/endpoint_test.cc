@@ -458,6 +458,38 @@ TEST(UamRc, StoreAndGetMoveBlocksUpTo16MiB) {
   EXPECT_EQ(p.b.stats().requests_handled, 4u);
 }
 
+// An open coalesced packet keeps its send-queue slot: gets issued behind it, until the send
+// queue says no, leave that slot to it, so the packet still goes out at the next poll and the
+// request in it runs (over RC a lost packet would never come back).
+TEST(UamRc, GetsLeaveTheOpenPacketItsSendSlot) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig c = net_config(core::Transport::kRc);
+  c.mode = core::Mode::kDirectAccess;
+  Pair p(c, c);
+  std::vector<std::byte> window(64, std::byte{7});
+  core::RemoteToken token;
+  ASSERT_EQ(p.b.net().grant(window.data(), window.size(), core::kRemoteRead, token), Status::kOk);
+  int handled = 0, got = 0, completions = 0;
+  ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message& m) {
+    handled += m.payload.size() == 300;
+    return Disposition::kDone;
+  }), Status::kOk);
+  ASSERT_EQ(p.a.on_reply(kGot, [&](const Message& m) {
+    got += m.status == Status::kOk && m.payload.size() == 8 && m.payload[0] == std::byte{7};
+    return Disposition::kDone;
+  }), Status::kOk);
+  p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { completions += s == Status::kOk; });
+  const auto body = pattern(300, 3);
+  ASSERT_EQ(p.a.request(p.ab, kSink, {}, body), Status::kOk);  // opens the channel's packet
+  std::vector<std::byte> into(8 * c.send_queue_depth);
+  int gets = 0;
+  for (; gets < static_cast<int>(c.send_queue_depth); ++gets)
+    if (p.a.get(p.ab, token, 0, into.data() + 8 * gets, 8, kGot, {}) != Status::kOk) break;
+  EXPECT_EQ(gets, static_cast<int>(c.send_queue_depth) - 1) << "every slot but the packet's";
+  ASSERT_TRUE(p.pump([&] { return handled == 1 && got == gets && completions == gets + 1; }))
+      << "handled " << handled << ", gets back " << got << " of " << gets;
+}
+
 // A peer that disappears: every outstanding request completes with an error within the bound
 // (RC: keepalive + transport retries, about 0.5 s; UD: retransmission with backoff, about
 // 0.3 s), later requests fail fast, and a second pair in the same process is unharmed.

@@ -245,7 +245,11 @@ Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const c
   // The write and the store-done message: two send-queue slots.
   if (net_->send_queue_space() < 2 + kReplySlots + bundled_.size()) return Status::kNoResource;
   if (Status s = begin_request(*p, bytes); s != Status::kOk) return s;
-  if (Status s = net_->write(ch, local, len, remote, offset, kStoreTag); s != Status::kOk) {
+  // The channel's open packet goes first, so the write does not overtake messages composed
+  // before it (its slot was counted above).
+  Status s = seal(*p);
+  if (s == Status::kOk) s = net_->write(ch, local, len, remote, offset, kStoreTag);
+  if (s != Status::kOk) {
     p->credits.undo_consume();
     return s;
   }
@@ -258,7 +262,8 @@ Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const c
   std::array<std::byte, kStorePayload> where;
   core::store_le<std::uint64_t>(where.data(), offset);
   core::store_le<std::uint64_t>(where.data() + 8, len);
-  if (Status s = send_message(*p, h, where); s != Status::kOk) {
+  s = send_message(*p, h, where);
+  if (s != Status::kOk) {
     // The write is on its way but its notice is not: the channel is failing (room was checked);
     // the store completes with that failure.
     p->credits.undo_consume();
@@ -276,6 +281,10 @@ Status Endpoint::get(ChannelId ch, const core::RemoteToken& remote, std::uint64_
   Peer* p = nullptr;
   if (Status s = check_send(ch, args, 0, p); s != Status::kOk) return s;
   if (len == 0 || !local) return Status::kInvalidArgument;
+  // The read's send-queue slot, beside those the open packets keep; this channel's packet goes
+  // first, so the read does not overtake messages composed before it.
+  if (net_->send_queue_space() < 1 + bundled_.size()) return Status::kNoResource;
+  if (Status s = seal(*p); s != Status::kOk) return s;
   std::uint32_t slot;
   if (!free_gets_->pop_into(slot)) return Status::kNoResource;
   Get& g = gets_[slot];
