@@ -1,5 +1,5 @@
 // Stream device tests' shared pieces: the test configuration, a pattern of bytes, and a pair of
-// stream endpoints joined by a UD channel, pumped by one thread.
+// stream endpoints joined by a channel (UD, or RC with rc_config()), pumped by one thread.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -25,6 +25,15 @@ inline StreamConfig stream_config() {
   s.dead_peer_timeout = 1000ms;
   s.connect_timeout = 1000ms;
   return s;
+}
+
+// An RC endpoint for the stream: 32 KiB buffers (a segment well past the path MTU: the device
+// splits it), 64 of 128 on the free queue.
+inline core::EndpointConfig rc_config() {
+  core::EndpointConfig c = unet::test::endpoint_config(core::Transport::kRc, 128);
+  c.buffer_bytes = 32 * 1024;
+  c.send_queue_depth = 128;
+  return c;
 }
 
 inline std::byte byte_at(std::uint64_t i, std::uint32_t seed) { return static_cast<std::byte>((i * 7 + (i >> 9) + seed) & 0xFF); }

@@ -234,7 +234,6 @@ TEST(Stream, BadInputIsRefused) {
   EXPECT_EQ(p.a->connect(p.ab, 0, c), Status::kInvalidArgument);
   ASSERT_EQ(p.a->connect(p.ab, 5, c), Status::kOk);
   EXPECT_EQ(p.a->send(c, buf, n), Status::kInvalidState);  // not established yet
-  EXPECT_THROW(StreamEndpoint(unet::test::endpoint_config(core::Transport::kRc)), std::invalid_argument);
   StreamConfig no_acks = stream_config();
   no_acks.ack_every = 0;
   EXPECT_THROW(StreamEndpoint(test::ud_config(), no_acks), std::invalid_argument);

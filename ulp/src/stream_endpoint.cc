@@ -11,7 +11,6 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
     : config_(config),
       clock_(core::CycleClock::process()),
       zero_copy_done_(std::size_t{config.max_connections} * kMaxZeroCopySends) {
-  if (net.transport != core::Transport::kUd) throw std::invalid_argument("StreamEndpoint: needs a UD endpoint");
   if (config.max_connections == 0 || config.max_listeners == 0 || config.accept_backlog == 0)
     throw std::invalid_argument("StreamEndpoint: connections, listeners and backlog must be positive");
   if (config.ack_every == 0 || config.ack_delay.count() < 0 || config.ack_delay >= config.rtt.min_rto)
@@ -23,7 +22,8 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
   config.rtt.validate();
   net_ = std::make_unique<core::Endpoint>(net);
   mss_ = net_->max_message() - static_cast<std::uint32_t>(kSegmentHeaderBytes);
-  // Never advertise more than half the posted receive buffers can hold: UD drops what finds none.
+  // Never advertise more than half the posted receive buffers can hold: UD drops what finds none
+  // (RC would hold the sender back with RNR waits).
   window_cap_ = std::max<std::uint32_t>(1, net.free_queue_depth / 2) * mss_;
   conns_.reserve(config.max_connections);
   for (std::uint32_t i = 0; i < config.max_connections; ++i) {

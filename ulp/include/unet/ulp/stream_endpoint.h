@@ -1,6 +1,13 @@
 // StreamEndpoint: a TCP-like byte stream over one U-Net UD endpoint, entirely in user space — the
 // paper's U-Net TCP, which ran over an unreliable network.
 //
+// It also runs over an RC endpoint (core::Transport::kRc), as TCP runs over a reliable link: the
+// same protocol, one RC channel per peer. A segment is then bound by the endpoint's buffer size
+// rather than the path MTU (the device splits it into packets), nothing is lost, so the
+// repair machinery stays idle, and a channel that fails (the peer stopped answering the device's
+// retries) fails its connections with kClosed at the next poll(). What it buys on rxe, where a UD
+// send costs far more than an RC one, is in bench/README.md (stream_lat/stream_bw -c RC).
+//
 // listen(port) / accept(), connect(peer, port) with a three-way handshake (simultaneous open
 // works); send() copies into the connection's send buffer and returns how much it took; recv()
 // copies out of its receive buffer; shutdown() sends FIN once the data is out; close() also gives
@@ -50,14 +57,14 @@
 
 namespace unet::ulp {
 
-// A peer is a core UD channel; a connection has a ConnId (kNoConn: none).
+// A peer is a core channel (UD or RC); a connection has a ConnId (kNoConn: none).
 using core::ChannelId;
 using Time = std::chrono::nanoseconds;  // since any fixed origin
 using ConnId = std::uint32_t;
 inline constexpr ConnId kNoConn = UINT32_MAX;
 
 // The stream layer's own settings, the application's to choose (the network's are
-// core::EndpointConfig, UD).
+// core::EndpointConfig, UD or RC).
 struct StreamConfig {
   std::uint32_t send_buffer = 256 * 1024;  // bytes per connection (a power of two is used)
   std::uint32_t recv_buffer = 256 * 1024;  // bytes per connection: the most we advertise
@@ -128,7 +135,7 @@ struct ZeroCopyCompletion {
 // The stream endpoint (see the top of this file).
 class StreamEndpoint {
  public:
-  // `net` must be a UD configuration. Throws std::invalid_argument for a bad configuration, and
+  // `net` is a UD or an RC configuration. Throws std::invalid_argument for a bad configuration, and
   // verbs::Error as core::Endpoint does. Allocates every connection's buffers now.
   explicit StreamEndpoint(const core::EndpointConfig& net, const StreamConfig& config = {});
   ~StreamEndpoint();
@@ -136,12 +143,12 @@ class StreamEndpoint {
   StreamEndpoint& operator=(const StreamEndpoint&) = delete;
 
   // The core endpoint underneath (do not poll it directly), the endpoint's counters, and the
-  // largest segment payload (the path MTU less the 20-byte header).
+  // largest segment payload (UD: the path MTU, RC: the buffer size, less the 20-byte header).
   core::Endpoint& net() noexcept { return *net_; }
   const StreamEndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t mss() const noexcept { return mss_; }
 
-  // Peers: UD channels, set up like core's (throw on failure).
+  // Peers: the endpoint's channels, set up like core's (throw on failure).
   core::ChannelOffer offer_peer() { return net_->offer_channel(); }
   ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
     return net_->accept_offer(offer, peer_half);
