@@ -364,18 +364,25 @@ def cases(a, limits):
         out.append((f"am_bw UD {s} B --batch {EP_BW_BATCH} vs raw UD", BW, s, "am_bw",
                     ("-c", "UD", "--batch", str(EP_BW_BATCH), "--window", str(a.am_window)), "ib_send_bw -c UD",
                     bw_metric(s), "UD"))
-    # User-level protocols (UD only): the stream against rsockets and kernel TCP, datagrams against
-    # kernel UDP, all over the device's netdev (rsockets on the device itself).
+    # User-level protocols: the stream against rsockets and kernel TCP, datagrams against kernel
+    # UDP, all over the device's netdev (rsockets on the device itself). The stream runs over UD,
+    # as the paper's U-Net TCP did, and over RC (-c RC), the transport rsockets itself runs on (on
+    # rxe a UD send costs far more than an RC one: am_lat UD vs raw UD above).
     if "stream_lat" in a.tests:
-        for peer in ("rstream lat", "sockperf TCP"):
-            out.append((f"stream_lat {ULP_LAT_SIZE} B vs {peer.split()[0]}", LAT, ULP_LAT_SIZE, "stream_lat", (), peer,
-                        "t_typical us", "UD"))
+        for transport in ("UD", "RC"):
+            tag = "" if transport == "UD" else " RC"
+            for peer in ("rstream lat", "sockperf TCP"):
+                out.append((f"stream_lat {ULP_LAT_SIZE} B{tag} vs {peer.split()[0]}", LAT, ULP_LAT_SIZE,
+                            "stream_lat", ("-c", transport), peer, "t_typical us", transport))
     if "stream_bw" in a.tests:
-        out.append((f"stream_bw {ULP_BW_SIZE} B", BW, ULP_BW_SIZE, "stream_bw", (), "rstream bw", "BW average MB/s",
-                    "UD"))
-        # The same with zero-copy sends from the client's memory (a direct-access endpoint).
-        out.append((f"stream_bw {ULP_BW_SIZE} B zero-copy", BW, ULP_BW_SIZE, "stream_bw", ("--mode", "direct"),
-                    "rstream bw", "BW average MB/s", "UD"))
+        for transport in ("UD", "RC"):
+            tag = "" if transport == "UD" else " RC"
+            c = ("-c", transport)
+            out.append((f"stream_bw {ULP_BW_SIZE} B{tag}", BW, ULP_BW_SIZE, "stream_bw", c, "rstream bw",
+                        "BW average MB/s", transport))
+            # The same with zero-copy sends from the client's memory (a direct-access endpoint).
+            out.append((f"stream_bw {ULP_BW_SIZE} B{tag} zero-copy", BW, ULP_BW_SIZE, "stream_bw",
+                        c + ("--mode", "direct"), "rstream bw", "BW average MB/s", transport))
     if "dgram_lat" in a.tests:
         out.append((f"dgram_lat {ULP_LAT_SIZE} B", LAT, ULP_LAT_SIZE, "dgram_lat", (), "sockperf UDP", "t_typical us",
                     "UD"))
@@ -538,15 +545,17 @@ def plot(a, results, context):
 
     for kind, fname, ylabel, field, tests in (
             (LAT, "latency.png", "half round trip [us]", "latency_us",
-             (("ep_lat", "RC"), ("am_lat", "RC"), ("am_lat", "UD"), ("stream_lat", "UD"), ("dgram_lat", "UD"))),
+             (("ep_lat", "RC"), ("am_lat", "RC"), ("am_lat", "UD"), ("stream_lat", "UD"), ("stream_lat", "RC"),
+              ("dgram_lat", "UD"))),
             (BW, "bandwidth.png", "BW average [MB/s]", "bw_MBps",
-             (("ep_bw", "RC"), ("da_write_bw", "RC"), ("am_bw", "RC"), ("am_bw", "UD"), ("stream_bw", "UD")))):
+             (("ep_bw", "RC"), ("da_write_bw", "RC"), ("am_bw", "RC"), ("am_bw", "UD"), ("stream_bw", "UD"),
+              ("stream_bw", "RC")))):
         fig, ax = plt.subplots(figsize=(7, 4.5))
         peers = set()  # each peer's line once (am UD's ucx_perftest runs repeat RC's sizes)
         for test, transport in tests:
             pts = series(kind, test, transport, field)
             if pts:
-                label = f"unet {test}" + (f" {transport}" if test.startswith("am_") else "")
+                label = f"unet {test}" + (f" {transport}" if test.startswith(("am_", "stream_")) else "")
                 # stream_lat and am UD have two peers at one size: one unet point, each peer's own.
                 unet_pts = sorted(dict((p[0], p[1]) for p in pts).items())
                 ax.plot([p[0] for p in unet_pts], [p[1] for p in unet_pts], "o-", label=label)

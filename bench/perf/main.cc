@@ -55,8 +55,8 @@ DEFINE_bool(
     "run every size from 2 to 8388608 bytes (powers of two); am_*: up to the largest payload");
 DEFINE_int64(n, 1000, "timed iterations per size (default 1000; 5000 for da_write_bw)");
 DEFINE_string(c, "RC",
-              "transport: RC or UD (UD for ep_* and am_*; dgram_lat, stream_lat and stream_bw run "
-              "on UD only, their default)");
+              "transport: RC or UD (UD for ep_* and am_*; dgram_lat, stream_lat and stream_bw "
+              "default to UD, and the stream runs over RC too)");
 DEFINE_int32(I, 44,
              "largest inline send (as perftest's -I): up to 44 bytes travel inside the descriptor, "
              "larger ones are posted inline from their segment buffer; clamped to the device "

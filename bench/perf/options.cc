@@ -122,16 +122,16 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   } else {
     return "-c must be RC or UD, not '" + f.connection + "'";
   }
-  if (c.transport == core::Transport::kRc && c.is_ulp())
-    return "-c RC: " + f.test +
-           " runs on UD only (ulp's DatagramEndpoint and StreamEndpoint are U-Net protocols over "
-           "UD); drop -c RC";
+  if (c.transport == core::Transport::kRc && c.test == TestKind::kDgramLat)
+    return "-c RC: dgram_lat runs on UD only (ulp's DatagramEndpoint is a U-Net protocol over UD); "
+           "drop -c RC";
   if (c.transport == core::Transport::kUd && is_direct(c.test))
     return "-c UD: " + f.test + " needs RC (RDMA WRITE and READ are RC operations)";
   c.rdma_cm = f.rdma_cm;
-  if (c.rdma_cm && c.is_ulp())
+  if (c.rdma_cm && c.is_ulp() && c.transport == core::Transport::kUd)
     return "-R (rdma_cm) sets up RC channels only; " + f.test +
-           " runs on a UD channel set up out of band: drop -R";
+           " runs on a UD channel set up out of band" +
+           (c.test == TestKind::kDgramLat ? "" : " unless -c RC") + ": drop -R";
   if (c.rdma_cm && c.transport == core::Transport::kUd)
     return "-R (rdma_cm) sets up RC channels only; drop -c UD";
 

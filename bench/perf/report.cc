@@ -101,7 +101,7 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
          std::to_string(info.am_limit) + " bytes on " + std::string(transport_name(c.transport)) +
          "; credit window " + std::to_string(c.window) + " requests\n";
   if (c.is_ulp())
-    b += "# user-level protocol over UD: " +
+    b += "# user-level protocol over " + std::string(transport_name(c.transport)) + ": " +
          std::string(c.test == TestKind::kDgramLat
                          ? "datagrams up to 64 KiB, fragmented to the path MTU, never resent"
                          : "one connection, send and receive buffers of " +

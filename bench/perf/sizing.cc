@@ -109,16 +109,23 @@ core::EndpointConfig ulp_endpoint_config(const PerfConfig& c) {
   e.device = c.device;
   e.port = c.ib_port;
   e.gid_index = c.gid_index;
-  e.transport = core::Transport::kUd;
+  e.transport = c.transport;
   e.mode = c.mode;  // direct: stream_bw's zero-copy sends
   if (c.inline_size) {
     e.inline_threshold = *c.inline_size;
     e.inline_post_limit = *c.inline_size;
   }
+  e.send_queue_depth = 128;
+  if (c.transport == core::Transport::kRc) {  // the stream over RC: a segment per buffer
+    e.buffer_bytes = kUlpRcBuffer;
+    e.buffers = 2 * kUlpRcFreeQueue;
+    e.free_queue_depth = kUlpRcFreeQueue;
+    e.recv_queue_depth = kUlpRcFreeQueue;
+    return e;
+  }
   e.buffer_bytes = 4096;
   e.buffers = 1024;
   e.free_queue_depth = kUlpFreeQueue;
-  e.send_queue_depth = 128;
   e.recv_queue_depth = kUlpFreeQueue;
   return e;
 }

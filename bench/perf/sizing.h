@@ -59,6 +59,11 @@ std::string fit_am_sizes(PerfConfig& c, std::uint32_t limit);
 // and datagrams waiting in a port's queue hold the rest). The stream bounds what it lets in flight
 // by what the free queue absorbs.
 inline constexpr std::uint32_t kUlpFreeQueue = 512;
+// stream_* over RC (-c RC): a segment is not bound by the path MTU (the device splits a message
+// into packets), so a buffer holds a whole 64 KiB stream message and its header; RC loses
+// nothing for want of a posted receive (the sender waits, RNR), so fewer are posted.
+inline constexpr std::uint32_t kUlpRcBuffer = 64 * 1024 + 64;
+inline constexpr std::uint32_t kUlpRcFreeQueue = 128;
 core::EndpointConfig ulp_endpoint_config(const PerfConfig& c);
 
 }  // namespace unet::perf

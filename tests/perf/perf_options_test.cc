@@ -149,15 +149,14 @@ const BadCase kBadCases[] = {
      "--window 0 is out of range (1 .. 127)"},
     {"window_over_uam_limit", [](RawFlags& f) { f.test = "am_bw"; f.window = 128; },
      "--window 128 is out of range (1 .. 127)"},
-    // ulp's endpoints run on UD only: RC is refused whether asked for by -c or implied by -R.
+    // ulp's datagrams run on UD only; the stream runs on UD unless -c RC, and -R needs RC.
     {"dgram_lat_rc", [](RawFlags& f) { f.test = "dgram_lat"; f.connection = "RC"; },
      "-c RC: dgram_lat runs on UD only"},
-    {"stream_lat_rc", [](RawFlags& f) { f.test = "stream_lat"; f.connection = "RC"; },
-     "-c RC: stream_lat runs on UD only"},
-    {"stream_bw_rc", [](RawFlags& f) { f.test = "stream_bw"; f.connection = "RC"; },
-     "-c RC: stream_bw runs on UD only"},
+    {"dgram_lat_rdma_cm", [](RawFlags& f) { f.test = "dgram_lat"; f.rdma_cm = true; },
+     "-R (rdma_cm) sets up RC channels only; dgram_lat runs on a UD channel set up out of band: drop -R"},
     {"stream_lat_rdma_cm", [](RawFlags& f) { f.test = "stream_lat"; f.rdma_cm = true; },
-     "-R (rdma_cm) sets up RC channels only; stream_lat runs on a UD channel"},
+     "-R (rdma_cm) sets up RC channels only; stream_lat runs on a UD channel set up out of band unless "
+     "-c RC: drop -R"},
     {"dgram_over_64k", [](RawFlags& f) { f.test = "dgram_lat"; f.size = 65537; },
      "-s 65537 is out of range (1 .. 65536) (one ulp datagram)"},
     {"stream_bw_batch", [](RawFlags& f) { f.test = "stream_bw"; f.batch = 4; },
@@ -259,6 +258,14 @@ TEST(PerfConfig, UlpTestsDefaultToUdAndPerftestSizes) {
   EXPECT_EQ(ok(zc).mode, core::Mode::kDirectAccess);
   zc.mode = "base";
   EXPECT_EQ(ok(zc).mode, core::Mode::kBaseLevel);
+  // The stream also runs over RC when asked (-c RC), with rdma_cm channels too (-R).
+  RawFlags rc = flags("stream_lat");
+  rc.connection = "RC";
+  EXPECT_EQ(ok(rc).transport, core::Transport::kRc);
+  rc.test = "stream_bw";
+  rc.rdma_cm = true;
+  EXPECT_EQ(ok(rc).transport, core::Transport::kRc);
+  EXPECT_TRUE(ok(rc).rdma_cm);
   // The other tests keep RC as their default.
   EXPECT_EQ(ok(flags("ep_lat")).transport, core::Transport::kRc);
   EXPECT_EQ(ok(flags("am_bw")).transport, core::Transport::kRc);

@@ -6,6 +6,7 @@
 // own TCP port (19160 ..).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -45,13 +46,15 @@ void expect_ulp_run(const std::string& name, std::vector<std::string> args, int 
     EXPECT_GT(r[0][3], 0);
     EXPECT_GE(r[0][2] + 0.01, r[0][3]) << "peak >= average";
   }
-  EXPECT_NE(p.client_out.find("# user-level protocol over UD"), std::string::npos) << show(p);
+  const bool rc = std::find(args.begin(), args.end(), "RC") != args.end();
+  const std::string transport = rc ? "RC" : "UD";
+  EXPECT_NE(p.client_out.find("# user-level protocol over " + transport), std::string::npos) << show(p);
   EXPECT_TRUE(rows(p.server_out).empty()) << "the client measures";
 
   JsonReader reader;
   auto doc = reader.parse(text);
   ASSERT_TRUE(doc.has_value()) << reader.error() << "\n" << text;
-  EXPECT_EQ(doc->get("test_info")->get("Connection_type")->string, "UD") << text;
+  EXPECT_EQ(doc->get("test_info")->get("Connection_type")->string, transport) << text;
   const Json* results = doc->get("results");
   ASSERT_TRUE(results && results->array.size() == 1) << text;
   const Json& row = results->array[0];
@@ -124,11 +127,24 @@ TEST(PerfUlpProcess, StreamBwZeroCopy) {
                  Kind::kBw, 65536, 300, 320.0 * 65536);
 }
 
-TEST(PerfUlpProcess, RcIsRefusedBeforeAnyPeer) {
+// The stream over RC (-c RC): one 64 KiB message is one segment; the server counts every byte,
+// and the latency test's echoes are checked, as over UD. Datagrams stay UD only.
+TEST(PerfUlpProcess, StreamOverRc) {
   UNET_REQUIRE_DEVICE();
-  Perf rc("ulp_rc", with_device({"--test", "stream_bw", "-c", "RC"}, 19167));
+  expect_ulp_run("stream_lat_rc", {"--test", "stream_lat", "-c", "RC", "-s", "64", "-n", "300"}, 19170,
+                 Kind::kLat, 64, 300, 400);
+  expect_ulp_run("stream_bw_rc", {"--test", "stream_bw", "-c", "RC", "-n", "300", "--warmup", "20"}, 19171,
+                 Kind::kBw, 65536, 300, 320.0 * 65536);
+  expect_ulp_run("stream_bw_rc_zc", {"--test", "stream_bw", "-c", "RC", "--mode", "direct", "-n", "300",
+                                     "--warmup", "20"},
+                 19172, Kind::kBw, 65536, 300, 320.0 * 65536);
+}
+
+TEST(PerfUlpProcess, DatagramsOverRcAreRefusedBeforeAnyPeer) {
+  UNET_REQUIRE_DEVICE();
+  Perf rc("ulp_rc", with_device({"--test", "dgram_lat", "-c", "RC"}, 19167));
   EXPECT_EQ(rc.wait(30s), 1);
-  EXPECT_NE(rc.err().find("-c RC: stream_bw runs on UD only"), std::string::npos) << rc.err();
+  EXPECT_NE(rc.err().find("-c RC: dgram_lat runs on UD only"), std::string::npos) << rc.err();
 }
 
 // A server that answers nothing (frozen: its session stays open, so only the missing echo tells)
