@@ -29,6 +29,21 @@ Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std
   return Status::kOk;
 }
 
+Status Endpoint::probe(ChannelId ch) noexcept {
+  if (config_.transport != Transport::kRc) return Status::kInvalidState;
+  if (Status s = channel_status(ch); s != Status::kOk) return s;
+  Descriptor* d = send_queue_.reserve();
+  if (!d) return Status::kNoResource;
+  d->channel = ch;
+  d->length = 0;
+  d->buffer = kNoBuffer;
+  d->flags = Descriptor::kProbe;
+  d->imm = 0;
+  send_queue_.commit();
+  ++stats_.probes;
+  return Status::kOk;
+}
+
 Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags,
                              std::uint32_t imm) noexcept {
   if (Status s = channel_status(ch); s != Status::kOk) return s;
@@ -101,6 +116,13 @@ inline void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n
   w.opcode = IBV_WR_SEND;
   w.send_flags = 0;
   w.num_sge = 1;
+  if (d.flags & Descriptor::kProbe) {  // zero bytes: no address or rkey is checked (IB C9-88)
+    w.opcode = IBV_WR_RDMA_WRITE;
+    w.num_sge = 0;
+    w.wr.rdma.remote_addr = 0;
+    w.wr.rdma.rkey = 0;
+    return;
+  }
   if (d.flags & Descriptor::kOp) {
     const Op& op = v.ops[d.buffer];
     s = {op.local, op.length, op.lkey};
@@ -134,11 +156,19 @@ inline void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n
   }
 }
 
+// A segment-buffer send small enough to be posted inline: the post copies it, so its buffer is
+// spare right after.
+static bool buffer_posted_inline(const Descriptor& d, std::uint32_t inline_post_limit) noexcept {
+  return !(d.flags & (Descriptor::kInline | Descriptor::kOp | Descriptor::kProbe)) &&
+         d.length <= inline_post_limit;
+}
+
 // What an in-flight entry holds for descriptor `d`: nothing when its payload is copied at post
-// (inside the descriptor, or a small buffer posted inline: that buffer is spare after the post).
+// (inside the descriptor, or a small buffer posted inline) or it has none (a probe).
 static std::uint32_t inflight_what(const Descriptor& d, std::uint32_t inline_post_limit) noexcept {
   if (d.flags & Descriptor::kOp) return kOpBit | d.buffer;
-  return d.is_inline() || d.length <= inline_post_limit ? kNoBuffer : d.buffer;
+  if (d.flags & (Descriptor::kInline | Descriptor::kProbe)) return kNoBuffer;
+  return d.length <= inline_post_limit ? kNoBuffer : d.buffer;
 }
 
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
@@ -176,7 +206,7 @@ int Endpoint::post_pending_sends() noexcept {
       build_wr(d, *c, n);
       ibv_send_wr& w = v.swr[n];
       const std::uint32_t what = inflight_what(d, inline_post_limit_);
-      inline_buffers += what == kNoBuffer && !d.is_inline();
+      inline_buffers += buffer_posted_inline(d, inline_post_limit_);
       const std::uint32_t seq = lane.track(what);
       holds = holds || what != kNoBuffer;
       // Selective signaling: every `interval`-th send (its completion retires every send before
@@ -204,7 +234,7 @@ int Endpoint::post_pending_sends() noexcept {
     // the rest of the lane): spare again either way.
     for (std::uint32_t i = 0; inline_buffers > 0 && i < n; ++i) {
       const Descriptor& d = send_queue_.at(i);
-      if (!d.is_inline() && inflight_what(d, inline_post_limit_) == kNoBuffer) {
+      if (buffer_posted_inline(d, inline_post_limit_)) {
         (void)buffers_.send_done(d.buffer);
         --inline_buffers;
       }

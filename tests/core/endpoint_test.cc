@@ -322,6 +322,53 @@ TEST(EndpointRc, PeerFailureFailsOnlyItsChannel) {
   EXPECT_EQ(d.data[0], std::byte{8});
 }
 
+// probe(): a zero-byte RDMA WRITE. A live peer's QP acknowledges it without the peer's software
+// (the peer never polls here, and nothing reaches its receive queue) or a receive buffer; once
+// the peer is gone, a probe makes its channel fail within the QP's retries. Bad calls change
+// nothing.
+TEST(EndpointRc, ProbeFindsADeadPeerAndCostsALiveOneNothing) {
+  UNET_REQUIRE_DEVICE();
+  EndpointConfig c = config(Transport::kRc);
+  Endpoint hub(c);
+  auto x = std::make_unique<Endpoint>(c);
+  auto [hx, xh] = connect_endpoints(hub, *x);
+  // More probes than x has receive buffers posted: none takes one.
+  const int n = static_cast<int>(c.free_queue_depth) + 8;
+  for (int sent = 0; sent < n;) {
+    const Status s = hub.probe(hx);
+    ASSERT_TRUE(s == Status::kOk || s == Status::kNoResource) << s;
+    sent += s == Status::kOk;
+    ASSERT_GE(hub.poll(), 0);
+  }
+  const auto settle = std::chrono::steady_clock::now() + 1s;  // past any ack timeout
+  while (std::chrono::steady_clock::now() < settle) ASSERT_GE(hub.poll(), 0);
+  EXPECT_EQ(hub.stats().probes, static_cast<std::uint64_t>(n));
+  EXPECT_EQ(hub.stats().send_errors, 0u);
+  EXPECT_EQ(hub.channel_status(hx), Status::kOk);
+  ASSERT_GE(x->poll(), 0);
+  Descriptor d;
+  EXPECT_EQ(x->receive(d), Status::kNoResource) << "a probe reaches no receive queue";
+  EXPECT_EQ(x->stats().received, 0u);
+  // Bad calls: refused, nothing queued.
+  Endpoint ud(config(Transport::kUd));
+  EXPECT_EQ(ud.probe(0), Status::kInvalidState);
+  EXPECT_EQ(hub.probe(hx + 5), Status::kNotFound);
+  EXPECT_EQ(hub.stats().probes, static_cast<std::uint64_t>(n));
+  // The peer goes away: the next probe fails the channel.
+  x.reset();
+  ASSERT_EQ(hub.probe(hx), Status::kOk);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (hub.channel_status(hx) == Status::kOk && std::chrono::steady_clock::now() - t0 < 10s)
+    ASSERT_GE(hub.poll(), 0);
+  EXPECT_EQ(hub.channel_status(hx), Status::kClosed);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  OpCompletion failed;
+  ASSERT_EQ(hub.completion(failed), Status::kOk);
+  EXPECT_EQ(failed.status, Status::kRetryExceeded) << failed.status;
+  EXPECT_EQ(failed.channel, hx);
+  EXPECT_EQ(hub.probe(hx), Status::kClosed);
+}
+
 // Closing one channel leaves the endpoint's other channels working.
 TEST(EndpointRc, ClosingAChannelDoesNotDisturbTheOthers) {
   UNET_REQUIRE_DEVICE();

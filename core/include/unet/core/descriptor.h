@@ -29,6 +29,7 @@ struct alignas(64) Descriptor {
     kInline = 1 << 0,  // the payload is in `data`, not in a buffer
     kOp = 1 << 1,      // send queue only: a direct-access operation; `buffer` is its op slot
     kImm = 1 << 2,     // `imm` travels with the message (emulated endpoints' ids)
+    kProbe = 1 << 3,   // send queue only: a liveness probe (Endpoint::probe), no payload
   };
 
   ChannelId channel = kNoChannel;  // the tag: which channel the message travels on

@@ -121,6 +121,7 @@ struct EndpointStats {
   std::uint64_t ops_completed = 0;      // one-sided ops and zero-copy sends completed (any status)
   std::uint64_t completion_drops = 0;   // completions lost because the completion queue was full
   std::uint64_t qp_recoveries = 0;      // UD: the QP reset and back in RTS after it failed
+  std::uint64_t probes = 0;             // RC liveness probes queued (probe())
 };
 
 // One side's half of a channel set-up, exchanged out of band (text, one line).
@@ -186,6 +187,11 @@ class Endpoint {
   // (flag kImm). Emulated endpoints carry their ids in it.
   Status send(ChannelId ch, BufferId b, std::uint32_t length, std::uint32_t imm) noexcept;
   Status send_inline(ChannelId ch, std::span<const std::byte> payload, std::uint32_t imm) noexcept;
+  // RC: a liveness probe, a zero-byte RDMA WRITE that the peer's QP acknowledges by itself —
+  // no receive buffer of the peer's and none of its software — so probes may repeat while a live
+  // peer is slow to poll. A peer that is gone acknowledges nothing: the QP's retries run out
+  // (about 0.5 s with the defaults) and the channel fails, as for any send. kInvalidState on UD.
+  Status probe(ChannelId ch) noexcept;
   // Progress: posts pending sends, reaps completions, fills the receive queue, reposts freed
   // buffers. Returns how much work it did (0 = idle), or a negative value on a device error.
   // UD: when a send failed at the device (no route while a link is down) the QP is in the error
