@@ -373,9 +373,10 @@ TEST(UamRc, FloodNeverOverrunsWithRnrRetryZero) {
   }
 }
 
-// A live peer that does not poll for a while gets one keepalive, not one per interval: with
-// rnr_retry 0, keepalives beyond the receive-buffer budget would fail the channel.
-TEST(UamRc, ASlowPeerGetsOneKeepaliveNotAFlood) {
+// A live peer that does not poll for a while is probed every keepalive and is none the worse:
+// RC probes (core's zero-byte RDMA WRITE) take none of its receive buffers, so with rnr_retry 0,
+// where a single overrun of its free queue would fail the channel, the channel stays up.
+TEST(UamRc, ASlowPeerIsProbedEveryKeepaliveWithoutTakingItsBuffers) {
   UNET_REQUIRE_DEVICE();
   core::EndpointConfig c = net_config(core::Transport::kRc, 32);
   c.rnr_retry = 0;
@@ -388,7 +389,9 @@ TEST(UamRc, ASlowPeerGetsOneKeepaliveNotAFlood) {
   ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk);
   const auto end = std::chrono::steady_clock::now() + 500ms;  // b is silent: 100 keepalive periods
   while (std::chrono::steady_clock::now() < end) ASSERT_GE(p.a.poll(), 0);
-  EXPECT_EQ(p.a.stats().probes, 1u);
+  EXPECT_GT(p.a.stats().probes, 10u) << "one per keepalive while b is silent";
+  EXPECT_GT(p.a.stats().probes, 32u) << "more than b has receive buffers";
+  EXPECT_EQ(p.a.net().stats().probes, p.a.stats().probes);
   ASSERT_TRUE(p.pump([&] { return ok == 1; }));
   EXPECT_EQ(p.a.channel_status(p.ab), Status::kOk);
   EXPECT_EQ(p.a.net().stats().send_errors, 0u);
@@ -525,6 +528,35 @@ TEST_P(UamTransport, PeerFailureCompletesOutstandingRequests) {
   EXPECT_EQ(survivor.outstanding(ch), 0u);
   EXPECT_GT(healthy_ok, 0);
   EXPECT_EQ(healthy.a.channel_status(healthy.ab), Status::kOk);
+}
+
+// RC: the peer is alive when the first keepalive goes out (its QP acknowledges it, but it never
+// polls, so it never answers) and dies afterwards. The survivor must keep probing and find out:
+// a single unanswered keepalive left it waiting forever (seen in CI when setting up took longer
+// than the 50 ms keepalive, so the first probe left with the requests).
+TEST(UamRc, APeerThatDiesAfterAnUnansweredKeepaliveIsStillFound) {
+  UNET_REQUIRE_DEVICE();
+  auto c = net_config(core::Transport::kRc);
+  Endpoint survivor(c);
+  auto doomed = std::make_unique<Endpoint>(c);
+  core::ChannelOffer oa = survivor.offer_channel(), ob = doomed->offer_channel();
+  const ChannelId ch = survivor.accept_offer(oa, ob.local);
+  (void)doomed->accept_offer(ob, oa.local);
+  int errors = 0;
+  survivor.on_completion([&](ChannelId, std::uint64_t, Status s) { errors += s != Status::kOk; });
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(survivor.request(ch, kSink, {}), Status::kOk);
+  ASSERT_GE(survivor.poll(), 0);
+  // Past a keepalive of silence with the peer alive: probes go out and its QP takes them.
+  const auto alive_until = std::chrono::steady_clock::now() + 300ms;
+  while (std::chrono::steady_clock::now() < alive_until) ASSERT_GE(survivor.poll(), 0);
+  EXPECT_GT(survivor.stats().probes, 0u);
+  EXPECT_EQ(survivor.channel_status(ch), Status::kOk);
+  doomed.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (errors < 3 && std::chrono::steady_clock::now() - t0 < 10s) ASSERT_GE(survivor.poll(), 0);
+  EXPECT_EQ(errors, 3);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  EXPECT_EQ(survivor.channel_status(ch), Status::kClosed);
 }
 
 // wait(): returns once a handler ran, and kTimeout (after about the timeout) when nothing came.

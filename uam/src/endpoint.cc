@@ -29,7 +29,8 @@ Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config)
   net_ = std::make_unique<core::Endpoint>(net);
   ud_ = net.transport == core::Transport::kUd;
   // Receive buffers one peer can take at once: W requests (or stores), replies to our W
-  // requests, and the explicit credit/ack messages those provoke (one per W/2, plus probes).
+  // requests, and the explicit credit/ack messages those provoke (one per W/2, plus UD probes;
+  // RC probes take no receive buffer).
   const std::uint32_t w = config_.window;
   per_channel_budget_ = 2 * w + (w + 1) / 2 + 2;
   peers_.resize(net.max_channels);

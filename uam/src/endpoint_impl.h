@@ -71,7 +71,6 @@ struct Endpoint::Peer {
   Time last_heard{};             // the last arrival from the peer that could complete requests
   Time last_probe{};             // the last probe sent
   Time probe_interval{};         // UD: backs off while the peer stays unheard or we lack credit
-  bool probe_unanswered = false;  // RC: a keepalive is out; the next waits for an answer
 
   Pending& slot(std::uint8_t token) noexcept { return pending[token % kPendingSlots]; }
   // True when `token` names a request or store awaiting completion.

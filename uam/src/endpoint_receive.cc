@@ -102,7 +102,6 @@ void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payl
   if (in_step) {  // the peer is heard from in a way that can complete requests
     p.last_heard = t;
     p.probe_interval = config_.reliability.rto_initial;
-    p.probe_unanswered = false;
   }
   // The ack after the body: a reply's own request completes after its reply handler ran.
   if (p.open) apply_ack(p, h.ack, in_step, t);
@@ -226,12 +225,15 @@ void Endpoint::complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept {
 
 // Per-peer timers: a failed core channel, UD resends, probes, and acks or credits that are due.
 //
-// A probe is a credit message with the probe bit, which the peer answers with its credits, its
-// ack and its next sequence number. It goes out when requests are outstanding but the peer has
-// not been heard from in step for a while (UD: an ack we could not use arrived while we missed
-// a message; RC: the peer may be dead, and the send makes the QP find out), or (UD) when we are
-// out of credit and the credit message may have been lost. UD probes back off from rto_initial to
-// rto_max; RC sends one keepalive after `keepalive` of silence and no other until answered.
+// A probe goes out when requests are outstanding but the peer has not been heard from in step for
+// a while. UD: a credit message with the probe bit, which the peer answers with its credits, its
+// ack and its next sequence number (an ack we could not use arrived while we missed a message),
+// also sent when we are out of credit and the credit message may have been lost; it backs off
+// from rto_initial to rto_max. RC: core's probe(), a zero-byte RDMA WRITE that the peer's QP
+// acknowledges without a receive buffer, every `keepalive` while the peer stays silent; a dead
+// peer's QP acknowledges nothing and the channel fails. (A credit message as keepalive could go
+// out only once until answered, or it would pile up in a slow peer's receive buffers: a peer
+// alive for that one and dead after it was never found.)
 void Endpoint::timers(Peer& p, Time t) noexcept {
   if (net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);
   if (p.tx) {
@@ -239,16 +241,12 @@ void Endpoint::timers(Peer& p, Time t) noexcept {
     if (s == Status::kRetryExceeded) return fail_peer(p, s);
   }
   const Time interval = p.tx ? p.probe_interval : Time(config_.keepalive);
-  // RC: one keepalive until the peer answers. The QP retries it in hardware, so one is enough to
-  // find a dead peer, and a live peer that is slow to poll holds no more than one of our messages
-  // beyond our credits (the receive-buffer budget counts it).
-  const bool waiting = p.pending_count > 0 && t - p.last_heard >= interval && (p.tx || !p.probe_unanswered);
+  const bool silent = p.pending_count > 0 && t - p.last_heard >= interval;
   const bool starved = p.tx && p.credits.stalled();
-  if ((waiting || starved) && t - p.last_probe >= interval && send_credit(p, true) == Status::kOk) {
+  if ((silent || starved) && t - p.last_probe >= interval && send_probe(p) == Status::kOk) {
     p.last_probe = t;
     ++stats_.probes;
     if (p.tx) p.probe_interval = std::min(p.probe_interval * 2, config_.reliability.rto_max);
-    else p.probe_unanswered = true;
   }
   if (p.credits.should_send_explicit_credit() || p.rx.ack_due(t)) (void)send_credit(p, false);
 }

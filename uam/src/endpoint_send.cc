@@ -147,6 +147,14 @@ Status Endpoint::send_credit(Peer& p, bool probe) noexcept {
   return s;
 }
 
+// A probe (see timers()): UD a credit message with the probe bit, RC core's liveness probe. Either
+// leaves the send-queue slots that open packets keep.
+Status Endpoint::send_probe(Peer& p) noexcept {
+  if (p.tx) return send_credit(p, true);
+  if (net_->send_queue_space() <= bundled_.size()) return Status::kNoResource;
+  return net_->probe(p.ch);
+}
+
 // Checks what every sender checks; kOk when `args` and `payload` may go to an open channel.
 Status Endpoint::check_send(ChannelId ch, std::span<const std::uint64_t> args, std::size_t payload,
                             Peer*& out) noexcept {

@@ -66,8 +66,9 @@ struct Config {
   std::uint8_t window = CreditWindow::kDefaultWindow;  // credits per channel, 1..127
   // UD only: the sender's retransmission window is raised to 2 * window if smaller.
   ReliabilityConfig reliability;
-  // RC: how long a peer with requests outstanding may stay silent before it is probed (UD probes
-  // back off from reliability.rto_initial to rto_max instead).
+  // RC: how long a peer with requests outstanding may stay silent before it is probed, and the
+  // interval of probes while it stays silent (core's probe(): its QP answers, or the channel fails
+  // once the QP's retries run out). UD probes back off from reliability.rto_initial to rto_max.
   std::chrono::milliseconds keepalive{50};
   // Coalescing: messages queued for one channel between two polls share a packet while they fit
   // (wire_header.h), so a burst of medium messages costs one send, one receive buffer and one
@@ -102,7 +103,7 @@ struct Stats {
   std::uint64_t retransmitted = 0;     // UD resends
   std::uint64_t duplicates = 0;        // UD duplicates and out-of-order arrivals dropped
   std::uint64_t reply_no_buffer = 0;   // medium replies turned into kNoResource error replies
-  std::uint64_t probes = 0;            // credit messages asking the peer for its credits and ack
+  std::uint64_t probes = 0;            // UD: credit messages asking for credits, RC: core probes
   std::uint64_t coalesced = 0;         // messages sent behind another in one packet (coalesce)
 };
 
@@ -199,6 +200,7 @@ class Endpoint {
   Status put_bytes(ChannelId ch, std::span<const std::byte> message) noexcept;
   Status send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept;
   Status send_credit(Peer& p, bool probe) noexcept;
+  Status send_probe(Peer& p) noexcept;
   Status send_error(Peer& p, std::uint8_t token, Status status) noexcept;
   Status check_send(ChannelId ch, std::span<const std::uint64_t> args, std::size_t payload, Peer*& out) noexcept;
   Status begin_request(Peer& p, std::size_t bytes) noexcept;
