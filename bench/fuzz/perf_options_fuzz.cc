@@ -121,9 +121,11 @@ void check_config(const RawFlags& f, const PerfConfig& c) {
   require(c.is_am() ? c.coalesce == f.coalesce.value_or(true) : c.coalesce && !f.coalesce);
   require(c.timeout.count() >= 1 && c.timeout.count() <= 3600000);
 
-  require(!c.is_ulp() || c.transport == unet::core::Transport::kUd);
+  // ulp: UD unless -c RC, which only the stream takes.
+  require(!c.is_ulp() || !f.connection.empty() || c.transport == unet::core::Transport::kUd);
+  require(c.test != TestKind::kDgramLat || c.transport == unet::core::Transport::kUd);
   require(!is_direct(c.test) || c.transport == unet::core::Transport::kRc);
-  require(!c.rdma_cm || (c.transport == unet::core::Transport::kRc && !c.is_ulp()));
+  require(!c.rdma_cm || (c.transport == unet::core::Transport::kRc && c.test != TestKind::kDgramLat));
   // Direct-access: the da_* tests, and stream_bw when asked for (its zero-copy sends).
   require((c.mode == unet::core::Mode::kDirectAccess) ==
           (is_direct(c.test) || (c.test == TestKind::kStreamBw && f.mode == "direct")));
