@@ -1,7 +1,8 @@
 // StreamEndpoint over RC endpoints (label device): the same protocol on a reliable transport.
 // Segments are as large as a buffer, not the path MTU; bytes both ways are checked and no receiver
-// ever sees a gap; a peer that dies fails its connection through the RC channel's failure, long
-// before the dead-peer timeout, while a connection over another channel keeps moving bytes.
+// ever sees a gap; a peer that dies fails its connection (or a connect to it) through the RC
+// channel's failure, long before the dead-peer (or connect) timeout, while a connection over
+// another channel keeps moving bytes.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -124,6 +125,31 @@ TEST(StreamRc, ADeadPeerFailsTheConnectionThroughItsChannelOthersUnaffected) {
   EXPECT_GT(q_moved, 0u);
   ASSERT_EQ(q.a->state(qa, st), Status::kOk);
   EXPECT_EQ(st, StreamState::kEstablished);
+}
+
+// A connect to a peer that died after its channel was made: the SYN's channel fails with the
+// QP's retries and the connect with it, long before the 30 s connect timeout.
+TEST(StreamRc, AConnectToADeadPeerFailsWithItsChannel) {
+  UNET_REQUIRE_DEVICE();
+  StreamConfig cfg = stream_config();
+  cfg.connect_timeout = 30s;
+  Pair p(cfg, rc_config());
+  ASSERT_EQ(p.b->listen(80), Status::kOk);
+  p.b.reset();
+  ConnId c = kNoConn;
+  ASSERT_EQ(p.a->connect(p.ab, 80, c), Status::kOk);
+  StreamState st = StreamState::kSynSent;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (st == StreamState::kSynSent && std::chrono::steady_clock::now() - t0 < 40s) {
+    ASSERT_GE(p.a->poll(), 0);
+    ASSERT_EQ(p.a->state(c, st), Status::kOk);
+  }
+  EXPECT_EQ(st, StreamState::kClosed);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  std::byte buf[8];
+  std::size_t n = 0;
+  EXPECT_EQ(p.a->recv(c, buf, n), Status::kClosed);
+  EXPECT_EQ(p.a->connect(p.ab, 80, c), Status::kClosed) << "the channel is gone";
 }
 
 }  // namespace

@@ -492,6 +492,10 @@ void StreamEndpoint::timers(Conn& c, Time t) noexcept {
     if (c.orphan()) free_conn(c);
     return;
   }
+  // The channel under the connection closed or failed (RC: the peer stopped answering the
+  // device's retries): nothing more can pass, so the connection fails now, not at the connect or
+  // dead-peer timeout.
+  if (net_->channel_status(c.peer) != Status::kOk) return fail(c, Status::kClosed);
   if (c.state == StreamState::kSynSent || c.state == StreamState::kSynReceived) {
     if (t >= c.deadline) {
       step(c, StreamEvent::kTimeout);
@@ -507,10 +511,6 @@ void StreamEndpoint::timers(Conn& c, Time t) noexcept {
     if (t >= c.deadline) step(c, StreamEvent::kTimeout);
     return;
   }
-  // The channel under the connection closed or failed (RC: the peer stopped answering the
-  // device's retries): nothing more can pass, so the connection fails now, not at the dead-peer
-  // timeout.
-  if (net_->channel_status(c.peer) != Status::kOk) return fail(c, Status::kClosed);
   if (t - c.last_heard >= config_.dead_peer_timeout) return fail(c, Status::kTimeout);
   if (c.rto_deadline != Time{} && t >= c.rto_deadline) {
     if (++c.expiries > config_.max_retransmits) return fail(c, Status::kTimeout);

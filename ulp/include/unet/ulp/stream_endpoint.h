@@ -3,10 +3,11 @@
 //
 // It also runs over an RC endpoint (core::Transport::kRc), as TCP runs over a reliable link: the
 // same protocol, one RC channel per peer. A segment is then bound by the endpoint's buffer size
-// rather than the path MTU (the device splits it into packets), nothing is lost, so the
-// repair machinery stays idle, and a channel that fails (the peer stopped answering the device's
-// retries) fails its connections with kClosed at the next poll(). What it buys on rxe, where a UD
-// send costs far more than an RC one, is in bench/README.md (stream_lat/stream_bw -c RC).
+// rather than the path MTU (the device splits it into packets); nothing is lost, so
+// retransmission only resends what a timer that fired early took for lost; and a channel that
+// fails (the peer stopped answering the device's retries) fails its connections with kClosed at
+// the next poll(). What it buys on rxe, where a UD send costs far more than an RC one, is in
+// ulp/README.md ("Over RC").
 //
 // listen(port) / accept(), connect(peer, port) with a three-way handshake (simultaneous open
 // works); send() copies into the connection's send buffer and returns how much it took; recv()
