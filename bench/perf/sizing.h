@@ -51,7 +51,7 @@ std::uint32_t am_payload_limit(core::Transport transport, std::uint32_t max_mess
 // am_bw size becomes the limit when larger, and an explicit -s above it is an error (the message).
 std::string fit_am_sizes(PerfConfig& c, std::uint32_t limit);
 
-// --- dgram_lat, stream_* (ulp endpoints over UD) ---
+// --- dgram_lat, stream_* (ulp endpoints over UD; the stream also over RC) ---
 
 // The UD endpoint under a ulp endpoint: page-sized buffers (a fragment or segment is at most the
 // path MTU), kUlpFreeQueue of them posted so that all fragments of a 64 KiB datagram find posted
