@@ -113,7 +113,7 @@ struct PerfConfig {
            test != TestKind::kStreamBw;
   }
   bool is_am() const noexcept { return test == TestKind::kAmLat || test == TestKind::kAmBw; }
-  // The user-level protocols (ulp_tests.cc): DatagramEndpoint and StreamEndpoint, UD only.
+  // The user-level protocols (ulp_tests.cc): DatagramEndpoint (UD) and StreamEndpoint (UD or RC).
   bool is_ulp() const noexcept {
     return test == TestKind::kDgramLat || test == TestKind::kStreamLat ||
            test == TestKind::kStreamBw;

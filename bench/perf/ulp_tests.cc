@@ -1,6 +1,6 @@
 // The user-level-protocol tests: ulp's DatagramEndpoint (UDP-like datagrams with ports) and
-// StreamEndpoint (a TCP-like byte stream), each over one U-Net UD endpoint per side
-// (sizing.h, ulp_endpoint_config). Both sides use port kPort.
+// StreamEndpoint (a TCP-like byte stream), each over one U-Net UD endpoint per side (the stream
+// over an RC one with -c RC; sizing.h, ulp_endpoint_config). Both sides use port kPort.
 //
 // dgram_lat is sockperf's UDP ping-pong: the client sends a datagram of `-s` bytes with send_to,
 // the server takes it with recv_from and sends it back to its sender. One datagram outstanding;

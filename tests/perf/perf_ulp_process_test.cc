@@ -1,9 +1,9 @@
 // Device: unet_perf's user-level-protocol tests, dgram_lat, stream_lat and stream_bw, as a real
-// server and client process on UD: both exit 0, the figures are present and sane, and the server
-// counted everything (its count, read back from the client's --json report: datagrams or messages
-// echoed, for stream_bw the bytes read); fragmented datagrams, multi-segment messages and -e too.
-// A datagram that never comes back ends the client with a timeout that says so. Each test uses its
-// own TCP port (19160 ..).
+// server and client process on UD (the stream also on RC): both exit 0, the figures are present and
+// sane, and the server counted everything (its count, read back from the client's --json report:
+// datagrams or messages echoed, for stream_bw the bytes read); fragmented datagrams, multi-segment
+// messages and -e too. A datagram that never comes back ends the client with a timeout that says
+// so. Each test uses its own TCP port (19160 ..).
 #include <gtest/gtest.h>
 
 #include <algorithm>
