@@ -157,7 +157,16 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h, std::span<const
     payload = {};
   }
   on_ack(c, h, payload.size(), std::span<const SackBlock>(blocks.data(), nblocks));
-  if (c.used && receiving(c.state)) on_data(c, h, payload);
+  if (!c.used) return;
+  if (receiving(c.state)) {
+    on_data(c, h, payload);
+  } else if (c.peer_fin && (h.has(kFin) || !payload.empty())) {
+    // The peer's FIN again (or data from before it): our ACK of it was lost, and the peer, in
+    // FIN_WAIT_1, CLOSING or LAST_ACK, resends until one comes. Acknowledge it again (RFC 793);
+    // in TIME_WAIT, which exists for this, the wait starts over (RFC 793, 3.9).
+    c.ack_pending = true;
+    if (c.state == StreamState::kTimeWait) c.deadline = now() + config_.time_wait;
+  }
 }
 
 void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
