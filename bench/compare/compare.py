@@ -139,15 +139,44 @@ def pinning():
 PIN_SERVER, PIN_CLIENT = pinning()
 
 
-def run_pair(server, client, timeout, settle=2.0, env=None):
-    """Starts `server`, waits `settle` seconds (perftest's server is not always listening after
-    1 s under TCG), runs `client`; returns the client's output. Both bounded by `timeout`; `env`
-    adds environment variables to both."""
+def listening(port, udp=False):
+    """Whether a local socket listens on TCP `port` (with `udp`: is bound to UDP `port`), by
+    /proc/net's tables."""
+    want = f":{port:04X}"
+    for table in (("udp", "udp6") if udp else ("tcp", "tcp6")):
+        try:
+            with open(f"/proc/net/{table}") as f:
+                next(f)
+                for line in f:
+                    local, state = line.split()[1], line.split()[3]
+                    if local.endswith(want) and (udp or state == "0A"):
+                        return True
+        except OSError:
+            pass
+    return False
+
+
+def await_server(srv, port, limit, udp=False):
+    """Waits until server process `srv` listens on `port` (at most `limit` s; a server that exits
+    first ends the wait, and the client then reports the failure). Without a port (rsockets
+    listen outside the kernel's tables), waits `limit` s."""
+    if port is None:
+        time.sleep(limit)
+        return
+    end = time.monotonic() + limit
+    while time.monotonic() < end and srv.poll() is None and not listening(port, udp):
+        time.sleep(0.02)
+
+
+def run_pair(server, client, timeout, port=None, env=None):
+    """Starts `server`, waits until it listens on TCP `port` (perftest's server may take over
+    1 s under TCG; no port: 2 s), runs `client`; returns the client's output. Both bounded by
+    `timeout`; `env` adds environment variables to both."""
     server, client = PIN_SERVER + server, PIN_CLIENT + client
     env = {**os.environ, **env} if env else None
     srv = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        time.sleep(settle)
+        await_server(srv, port, min(timeout, 30) if port is not None else 2.0)
         try:
             cli = subprocess.run(client, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  timeout=timeout, env=env)
@@ -213,13 +242,13 @@ class Runner:
         """A perftest pair; `tool` may carry flags of its own ("ib_send_bw -c UD")."""
         port = str(self.next_port())
         cmd = [*tool.split(), "-d", self.a.device, "-x", str(self.a.gid), "-s", str(size), "-n", str(iters), "-p", port, "-F"]
-        return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout)
+        return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, port=int(port))
 
     def unet(self, test, size, iters, extra=()):
         port = str(self.next_port())
         cmd = [self.a.unet_perf, "--test", test, "-d", self.a.device, "-x", str(self.a.gid), "-s", str(size),
                "-n", str(iters), "-p", port, "--timeout_ms", str(self.a.timeout * 1000), *extra]
-        return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, settle=1.0)
+        return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, port=int(port))
 
     def ucx(self, test, size, iters, warmup):
         port = str(self.next_port())
@@ -230,7 +259,7 @@ class Runner:
         client = cmd + ["127.0.0.1", "-d", f"{self.a.device}:1", "-x", "rc_verbs", "-t", test, "-D", layout,
                         "-s", str(size), "-n", str(iters), "-w", str(warmup), "-W", str(self.a.am_window)]
         env = {"UCX_RC_VERBS_SEG_SIZE": str(size + 4096)} if size > UCX_AM_BCOPY_MAX else None
-        return run_pair(cmd, client, self.a.timeout, env=env)
+        return run_pair(cmd, client, self.a.timeout, port=int(port), env=env)
 
     def peer(self, tool, kind, size, iters):
         """The peer of a case: a perftest tool, "ucx_perftest TEST", "rstream lat|bw" or
@@ -273,7 +302,7 @@ class Runner:
         server = PIN_SERVER + ["sockperf", "server", *flag, "-i", self.a.address, "-p", port]
         srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            time.sleep(1.0)
+            await_server(srv, int(port), min(self.a.timeout, 30), udp=proto != "TCP")
             return subprocess.run(PIN_CLIENT + ["sockperf", "ping-pong", *flag, "-i", self.a.address, "-p", port,
                                                 "-m", str(max(size, 14)), "-t", str(seconds)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
