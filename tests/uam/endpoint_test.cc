@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -48,6 +49,26 @@ struct Pair {
     return true;
   }
   bool step() { return pump([] { return true; }); }
+};
+
+// `survivor` with `requests` to kSink outstanding on channel `ch` to `doomed`, a peer that never
+// polls (so never answers) and that the test destroys when it likes; `errors` counts the
+// requests completed with an error.
+struct DoomedPeer {
+  Endpoint survivor;
+  std::unique_ptr<Endpoint> doomed;
+  ChannelId ch = 0;
+  int errors = 0;
+  DoomedPeer(const core::EndpointConfig& c, int requests)
+      : survivor(c), doomed(std::make_unique<Endpoint>(c)) {
+    core::ChannelOffer oa = survivor.offer_channel(), ob = doomed->offer_channel();
+    ch = survivor.accept_offer(oa, ob.local);
+    (void)doomed->accept_offer(ob, oa.local);
+    survivor.on_completion(
+        [this](ChannelId, std::uint64_t, Status s) { errors += s != Status::kOk; });
+    for (int i = 0; i < requests; ++i) EXPECT_EQ(survivor.request(ch, kSink, {}), Status::kOk);
+    EXPECT_GE(survivor.poll(), 0);  // posted
+  }
 };
 
 std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
@@ -500,20 +521,15 @@ TEST_P(UamTransport, PeerFailureCompletesOutstandingRequests) {
   UNET_REQUIRE_DEVICE();
   auto c = net_config(GetParam());
   Pair healthy(c, c);
-  Endpoint survivor(c);
-  auto doomed = std::make_unique<Endpoint>(c);
-  core::ChannelOffer oa = survivor.offer_channel(), ob = doomed->offer_channel();
-  const ChannelId ch = survivor.accept_offer(oa, ob.local);
-  (void)doomed->accept_offer(ob, oa.local);
-  int errors = 0, healthy_ok = 0;
-  survivor.on_completion([&](ChannelId, std::uint64_t, Status s) { errors += s != Status::kOk; });
+  int healthy_ok = 0;
   healthy.a.on_completion([&](ChannelId, std::uint64_t, Status s) { healthy_ok += s == Status::kOk; });
   ASSERT_EQ(healthy.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
-  for (int i = 0; i < 5; ++i) ASSERT_EQ(survivor.request(ch, kSink, {}), Status::kOk);
-  ASSERT_GE(survivor.poll(), 0);  // posted; the peer never polls, so never runs a handler
-  doomed.reset();                 // the peer goes away with its QP
+  DoomedPeer d(c, 5);
+  Endpoint& survivor = d.survivor;
+  const ChannelId ch = d.ch;
+  d.doomed.reset();  // the peer goes away with its QP
   const auto t0 = std::chrono::steady_clock::now();
-  while (errors < 5 && std::chrono::steady_clock::now() - t0 < 10s) {
+  while (d.errors < 5 && std::chrono::steady_clock::now() - t0 < 10s) {
     ASSERT_GE(survivor.poll(), 0);
     ASSERT_GE(healthy.a.poll(), 0);
     ASSERT_GE(healthy.b.poll(), 0);
@@ -522,7 +538,7 @@ TEST_P(UamTransport, PeerFailureCompletesOutstandingRequests) {
     }
   }
   const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(errors, 5);
+  EXPECT_EQ(d.errors, 5);
   EXPECT_LT(took, 3s);
   EXPECT_EQ(survivor.request(ch, kSink, {}), Status::kClosed);
   EXPECT_EQ(survivor.outstanding(ch), 0u);
@@ -536,25 +552,18 @@ TEST_P(UamTransport, PeerFailureCompletesOutstandingRequests) {
 // than the 50 ms keepalive, so the first probe left with the requests).
 TEST(UamRc, APeerThatDiesAfterAnUnansweredKeepaliveIsStillFound) {
   UNET_REQUIRE_DEVICE();
-  auto c = net_config(core::Transport::kRc);
-  Endpoint survivor(c);
-  auto doomed = std::make_unique<Endpoint>(c);
-  core::ChannelOffer oa = survivor.offer_channel(), ob = doomed->offer_channel();
-  const ChannelId ch = survivor.accept_offer(oa, ob.local);
-  (void)doomed->accept_offer(ob, oa.local);
-  int errors = 0;
-  survivor.on_completion([&](ChannelId, std::uint64_t, Status s) { errors += s != Status::kOk; });
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(survivor.request(ch, kSink, {}), Status::kOk);
-  ASSERT_GE(survivor.poll(), 0);
+  DoomedPeer d(net_config(core::Transport::kRc), 3);
+  Endpoint& survivor = d.survivor;
+  const ChannelId ch = d.ch;
   // Past a keepalive of silence with the peer alive: probes go out and its QP takes them.
   const auto alive_until = std::chrono::steady_clock::now() + 300ms;
   while (std::chrono::steady_clock::now() < alive_until) ASSERT_GE(survivor.poll(), 0);
   EXPECT_GT(survivor.stats().probes, 0u);
   EXPECT_EQ(survivor.channel_status(ch), Status::kOk);
-  doomed.reset();
+  d.doomed.reset();
   const auto t0 = std::chrono::steady_clock::now();
-  while (errors < 3 && std::chrono::steady_clock::now() - t0 < 10s) ASSERT_GE(survivor.poll(), 0);
-  EXPECT_EQ(errors, 3);
+  while (d.errors < 3 && std::chrono::steady_clock::now() - t0 < 10s) ASSERT_GE(survivor.poll(), 0);
+  EXPECT_EQ(d.errors, 3);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   EXPECT_EQ(survivor.channel_status(ch), Status::kClosed);
 }

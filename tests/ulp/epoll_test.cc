@@ -94,7 +94,7 @@ TEST(Epoll, OneLoopServesADatagramPortAndAStream) {
       }
       if (c == kNoConn) (void)sb.accept(3, c);
       std::size_t n = 0;
-      Status r;
+      Status r = Status::kNoResource;
       while (c != kNoConn && (r = sb.recv(c, buf, n)) == Status::kOk) {
         for (std::size_t i = 0; i < n; ++i) bad += buf[i] != byte_at(got_s + i);
         got_s += n;

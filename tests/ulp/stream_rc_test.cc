@@ -17,10 +17,10 @@ namespace unet::ulp {
 namespace {
 
 using namespace std::chrono_literals;
-using test::byte_at;
 using test::Pair;
 using test::rc_config;
 using test::stream_config;
+using test::transfer;
 
 TEST(StreamRc, SegmentsPastThePathMtuCarryBytesBothWaysAndClose) {
   UNET_REQUIRE_DEVICE();
@@ -30,37 +30,9 @@ TEST(StreamRc, SegmentsPastThePathMtuCarryBytesBothWaysAndClose) {
   ASSERT_EQ(p.a->mss(), rc_config().buffer_bytes - kSegmentHeaderBytes);
   ASSERT_GT(p.a->mss(), 4096u) << "past any path MTU";
   auto [ca, cb] = p.connect();
-  // a sends 8 MiB in 100000-byte pieces while b sends 1 MiB back; every byte checked.
+  // a sends 8 MiB while b sends 1 MiB back; every byte checked.
   constexpr std::uint64_t kAtoB = 8u << 20, kBtoA = 1u << 20;
-  std::vector<std::byte> out(100000), in(100000);
-  std::uint64_t sent[2] = {0, 0}, got[2] = {0, 0}, bad = 0;
-  auto push = [&](StreamEndpoint& e, ConnId c, std::uint64_t total, int k) {
-    while (sent[k] < total) {
-      const std::size_t n = std::min<std::uint64_t>(out.size(), total - sent[k]);
-      for (std::size_t i = 0; i < n; ++i) out[i] = byte_at(sent[k] + i, k + 1);
-      std::size_t took = 0;
-      const Status s = e.send(c, std::span(out).first(n), took);
-      if (s != Status::kOk) return s == Status::kNoResource;
-      sent[k] += took;
-    }
-    return true;
-  };
-  auto pull = [&](StreamEndpoint& e, ConnId c, int k) {
-    std::size_t n = 0;
-    while (e.recv(c, in, n) == Status::kOk) {
-      for (std::size_t i = 0; i < n; ++i) bad += in[i] != byte_at(got[k] + i, k + 1);
-      got[k] += n;
-    }
-  };
-  ASSERT_TRUE(p.pump([&] {
-    if (!push(*p.a, ca, kAtoB, 0) || !push(*p.b, cb, kBtoA, 1)) return true;
-    pull(*p.b, cb, 0);
-    pull(*p.a, ca, 1);
-    return got[0] == kAtoB && got[1] == kBtoA;
-  }, 60s)) << "a->b " << got[0] << " of " << kAtoB << ", b->a " << got[1] << " of " << kBtoA;
-  EXPECT_EQ(got[0], kAtoB);
-  EXPECT_EQ(got[1], kBtoA);
-  EXPECT_EQ(bad, 0u);
+  transfer(p, ca, cb, kAtoB, kBtoA);
   const std::optional<StreamStats> sa = p.a->stats(ca), sb = p.b->stats(cb);
   ASSERT_TRUE(sa && sb);
   EXPECT_EQ(sa->bytes_sent, kAtoB);
@@ -99,30 +71,14 @@ TEST(StreamRc, ADeadPeerFailsTheConnectionThroughItsChannelOthersUnaffected) {
   Pair p(cfg, rc_config()), q(cfg, rc_config());
   auto [ca, cb] = p.connect();
   auto [qa, qb] = q.connect();
-  std::vector<std::byte> chunk(4096, std::byte{1}), in(65536);
-  std::size_t took = 0, n = 0;
-  ASSERT_EQ(p.a->send(ca, chunk, took), Status::kOk);
-  p.b.reset();  // the peer is gone mid-stream
-  const auto t0 = std::chrono::steady_clock::now();
-  Status s = Status::kOk;
-  std::uint64_t q_moved = 0;
-  while (std::chrono::steady_clock::now() - t0 < 15s) {
-    ASSERT_GE(p.a->poll(), 0);
-    ASSERT_GE(q.a->poll(), 0);
-    ASSERT_GE(q.b->poll(), 0);
-    (void)q.a->send(qa, chunk, took);
-    while (q.b->recv(qb, in, n) == Status::kOk) q_moved += n;
-    s = p.a->send(ca, chunk, took);
-    if (s != Status::kOk && s != Status::kNoResource) break;
-  }
-  const auto waited = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(s, Status::kClosed);
-  EXPECT_LT(waited, 10s) << "well before the 30 s dead-peer timeout";
+  const test::PeerDeath d = test::kill_peer_mid_stream(p, ca, q, qa, qb, 15s);
+  EXPECT_EQ(d.status, Status::kClosed);
+  EXPECT_LT(d.waited, 10s) << "well before the 30 s dead-peer timeout";
   EXPECT_EQ(p.a->net().channel_status(p.ab), Status::kClosed);
   StreamState st;
   ASSERT_EQ(p.a->state(ca, st), Status::kOk);
   EXPECT_EQ(st, StreamState::kClosed);
-  EXPECT_GT(q_moved, 0u);
+  EXPECT_GT(d.healthy_bytes, 0u);
   ASSERT_EQ(q.a->state(qa, st), Status::kOk);
   EXPECT_EQ(st, StreamState::kEstablished);
 }

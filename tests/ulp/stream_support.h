@@ -1,14 +1,17 @@
-// Stream device tests' shared pieces: the test configuration, a pattern of bytes, and a pair of
-// stream endpoints joined by a channel (UD, or RC with rc_config()), pumped by one thread.
+// Stream device tests' shared pieces: the test configuration, a pattern of bytes, a pair of
+// stream endpoints joined by a channel (UD, or RC with rc_config()), pumped by one thread, bytes
+// moved both ways and checked, and a peer that dies mid-stream.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "endpoint_support.h"
 #include "unet/ulp/stream_endpoint.h"
@@ -66,5 +69,96 @@ struct Pair {
     return {ca, cb};
   }
 };
+
+// One direction of transfer(): `total` bytes of pattern `seed` from `from` (conn cf) to `to` (ct).
+struct Flow {
+  StreamEndpoint& from;
+  ConnId cf;
+  StreamEndpoint& to;
+  ConnId ct;
+  std::uint64_t total;
+  std::uint32_t seed;
+  std::uint64_t sent = 0, got = 0, bad = 0;
+  std::vector<std::byte> buf = std::vector<std::byte>(64 * 1024);
+
+  // Sends what the send buffer takes; false after a send error (reported as a test failure).
+  bool push() {
+    while (sent < total) {
+      const std::size_t n = std::min<std::uint64_t>(buf.size(), total - sent);
+      for (std::size_t i = 0; i < n; ++i) buf[i] = byte_at(sent + i, seed);
+      std::size_t took = 0;
+      const Status s = from.send(cf, std::span(buf).first(n), took);
+      if (s != Status::kOk && s != Status::kNoResource) {
+        ADD_FAILURE() << "send: " << s;
+        return false;
+      }
+      sent += took;
+      if (took < n) break;
+    }
+    return true;
+  }
+  // Receives what has arrived, checking every byte.
+  void pull() {
+    std::size_t n = 0;
+    while (to.recv(ct, buf, n) == Status::kOk) {
+      for (std::size_t i = 0; i < n; ++i) bad += buf[i] != byte_at(got + i, seed);
+      got += n;
+    }
+  }
+};
+
+// Moves `a_to_b` bytes from p.a (conn ca) to p.b (conn cb) and `b_to_a` back at the same time,
+// every byte checked; fails the test unless all of them arrive intact within 60 s.
+inline void transfer(Pair& p, ConnId ca, ConnId cb, std::uint64_t a_to_b, std::uint64_t b_to_a,
+                     std::uint32_t seed = 1) {
+  Flow f[2] = {{*p.a, ca, *p.b, cb, a_to_b, seed}, {*p.b, cb, *p.a, ca, b_to_a, seed + 1}};
+  ASSERT_TRUE(p.pump(
+      [&] {
+        for (Flow& x : f) {
+          if (!x.push()) return true;
+          x.pull();
+        }
+        return f[0].got >= f[0].total && f[1].got >= f[1].total;
+      },
+      60s))
+      << "a->b " << f[0].got << " of " << f[0].total << ", b->a " << f[1].got << " of "
+      << f[1].total;
+  for (const Flow& x : f) {
+    EXPECT_EQ(x.got, x.total);
+    EXPECT_EQ(x.bad, 0u);
+  }
+}
+
+// What a sender saw after its peer died: the first send status other than ok or no-resource
+// (kOk: none came), when, and the bytes a healthy pair moved meanwhile.
+struct PeerDeath {
+  Status status = Status::kOk;
+  std::chrono::steady_clock::duration waited{};
+  std::uint64_t healthy_bytes = 0;
+};
+
+// p.b dies while p.a sends on `ca`; until p.a's sends fail or `limit` passes, pair q keeps its
+// connection (qa to qb) moving bytes.
+inline PeerDeath kill_peer_mid_stream(Pair& p, ConnId ca, Pair& q, ConnId qa, ConnId qb,
+                                      std::chrono::milliseconds limit) {
+  std::vector<std::byte> chunk(4096, std::byte{1}), in(65536);
+  std::size_t took = 0, n = 0;
+  PeerDeath r;
+  EXPECT_EQ(p.a->send(ca, chunk, took), Status::kOk);
+  p.b.reset();  // the peer is gone mid-stream
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < limit) {
+    if (p.a->poll() < 0 || q.a->poll() < 0 || q.b->poll() < 0) {
+      ADD_FAILURE() << "poll failed";
+      break;
+    }
+    (void)q.a->send(qa, chunk, took);
+    while (q.b->recv(qb, in, n) == Status::kOk) r.healthy_bytes += n;
+    r.status = p.a->send(ca, chunk, took);
+    if (r.status != Status::kOk && r.status != Status::kNoResource) break;
+  }
+  r.waited = std::chrono::steady_clock::now() - t0;
+  return r;
+}
 
 }  // namespace unet::ulp::test

@@ -17,38 +17,9 @@ namespace unet::ulp {
 namespace {
 
 using namespace std::chrono_literals;
-using test::byte_at;
 using test::Pair;
 using test::stream_config;
-
-// Moves `total` bytes from `from` (conn cf) to `to` (conn ct), checking every byte.
-void transfer(Pair& p, StreamEndpoint& from, ConnId cf, StreamEndpoint& to, ConnId ct, std::uint64_t total,
-              std::uint32_t seed) {
-  std::vector<std::byte> chunk(40000), in(50000);
-  std::uint64_t sent = 0, got = 0, bad = 0;
-  ASSERT_TRUE(p.pump([&] {
-    while (sent < total) {
-      const std::size_t n = std::min<std::uint64_t>(chunk.size(), total - sent);
-      for (std::size_t i = 0; i < n; ++i) chunk[i] = byte_at(sent + i, seed);
-      std::size_t took = 0;
-      const Status s = from.send(cf, std::span(chunk).first(n), took);
-      if (s != Status::kOk && s != Status::kNoResource) {
-        ADD_FAILURE() << "send: " << s;
-        return true;
-      }
-      sent += took;
-      if (took < n) break;
-    }
-    std::size_t n = 0;
-    while (to.recv(ct, in, n) == Status::kOk) {
-      for (std::size_t i = 0; i < n; ++i) bad += in[i] != byte_at(got + i, seed);
-      got += n;
-    }
-    return got >= total;
-  }, 60s)) << "moved " << got << " of " << total;
-  EXPECT_EQ(got, total);
-  EXPECT_EQ(bad, 0u);
-}
+using test::transfer;
 
 // accept() with a timeout: kTimeout when nobody connects (after about the timeout), kNotFound
 // without a listener, and the connection when a peer, served by another thread, connects.
@@ -82,8 +53,8 @@ TEST(Stream, HandshakeBytesBothWaysAndOrderlyClose) {
   UNET_REQUIRE_DEVICE();
   Pair p;
   auto [ca, cb] = p.connect();
-  transfer(p, *p.a, ca, *p.b, cb, 2u << 20, 1);
-  transfer(p, *p.b, cb, *p.a, ca, 1u << 20, 2);
+  transfer(p, ca, cb, 2u << 20, 0);
+  transfer(p, ca, cb, 0, 1u << 20);
   const std::optional<StreamStats> st = p.a->stats(ca);
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ(st->bytes_sent, 2u << 20);
@@ -193,25 +164,10 @@ TEST(Stream, DeadPeerIsDetectedInTimeOthersUnaffected) {
   Pair p, q;
   auto [ca, cb] = p.connect();
   auto [qa, qb] = q.connect();
-  std::vector<std::byte> chunk(4096, std::byte{1}), in(65536);
-  std::size_t took, n;
-  ASSERT_EQ(p.a->send(ca, chunk, took), Status::kOk);
-  p.b.reset();  // the peer is gone mid-stream
-  const auto t0 = std::chrono::steady_clock::now();
-  Status s = Status::kOk;
-  std::uint64_t q_moved = 0;
-  while (std::chrono::steady_clock::now() - t0 < 5s) {
-    ASSERT_GE(p.a->poll(), 0);
-    ASSERT_GE(q.a->poll(), 0);
-    ASSERT_GE(q.b->poll(), 0);
-    (void)q.a->send(qa, chunk, took);
-    while (q.b->recv(qb, in, n) == Status::kOk) q_moved += n;
-    if ((s = p.a->send(ca, chunk, took)) == Status::kTimeout) break;
-  }
-  const auto took_time = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(s, Status::kTimeout);
-  EXPECT_LT(took_time, 2s);
-  EXPECT_GT(q_moved, 0u);
+  const test::PeerDeath d = test::kill_peer_mid_stream(p, ca, q, qa, qb, 5s);
+  EXPECT_EQ(d.status, Status::kTimeout);
+  EXPECT_LT(d.waited, 2s);
+  EXPECT_GT(d.healthy_bytes, 0u);
   StreamState st;
   ASSERT_EQ(q.a->state(qa, st), Status::kOk);
   EXPECT_EQ(st, StreamState::kEstablished);

@@ -11,11 +11,14 @@ namespace unet::uam {
 // credit messages; a reply or credit message may use it. Every open coalesced packet keeps a
 // send-queue slot for itself, so sealing one never fails for want of room.
 Status Endpoint::room(std::size_t bytes, bool reserve) const noexcept {
-  const std::size_t slots = 1 + (reserve ? kReplySlots : 0) + bundled_.size();
-  if (net_->send_queue_space() < slots) return Status::kNoResource;
+  if (!slots_free(1 + (reserve ? kReplySlots : 0))) return Status::kNoResource;
   if (bytes > net_->inline_threshold() && net_->spare_buffers() < 1 + (reserve ? kReplyBuffers : 0))
     return Status::kNoResource;
   return Status::kOk;
+}
+
+bool Endpoint::slots_free(std::size_t n) const noexcept {
+  return net_->send_queue_space() >= n + bundled_.size();
 }
 
 // Hands one message to core: header `h` (checked by the caller) and the payload `body`, written
@@ -132,7 +135,7 @@ Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> pay
 }
 
 Status Endpoint::send_credit(Peer& p, bool probe) noexcept {
-  if (net_->send_queue_space() <= bundled_.size()) return Status::kNoResource;
+  if (!slots_free(1)) return Status::kNoResource;
   Header h;
   h.kind = Kind::kCredit;
   h.probe = probe;
@@ -151,7 +154,7 @@ Status Endpoint::send_credit(Peer& p, bool probe) noexcept {
 // leaves the send-queue slots that open packets keep.
 Status Endpoint::send_probe(Peer& p) noexcept {
   if (p.tx) return send_credit(p, true);
-  if (net_->send_queue_space() <= bundled_.size()) return Status::kNoResource;
+  if (!slots_free(1)) return Status::kNoResource;
   return net_->probe(p.ch);
 }
 
@@ -234,7 +237,7 @@ Status Endpoint::reply(Token& token, HandlerId handler, std::span<const std::uin
 
 // Answers request `token` with error `status` (an unknown handler, no buffer for the reply).
 Status Endpoint::send_error(Peer& p, std::uint8_t token, Status status) noexcept {
-  if (net_->send_queue_space() <= bundled_.size()) return Status::kNoResource;
+  if (!slots_free(1)) return Status::kNoResource;
   Header h;
   h.kind = Kind::kErrorReply;
   h.token = token;
@@ -251,7 +254,7 @@ Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const c
   if (args.size() > 2 || len == 0 || !local) return Status::kInvalidArgument;
   const std::size_t bytes = header_bytes(args.size()) + kStorePayload;
   // The write and the store-done message: two send-queue slots.
-  if (net_->send_queue_space() < 2 + kReplySlots + bundled_.size()) return Status::kNoResource;
+  if (!slots_free(2 + kReplySlots)) return Status::kNoResource;
   if (Status s = begin_request(*p, bytes); s != Status::kOk) return s;
   // The channel's open packet goes first, so the write does not overtake messages composed
   // before it (its slot was counted above).
@@ -291,7 +294,7 @@ Status Endpoint::get(ChannelId ch, const core::RemoteToken& remote, std::uint64_
   if (len == 0 || !local) return Status::kInvalidArgument;
   // The read's send-queue slot, beside those the open packets keep; this channel's packet goes
   // first, so the read does not overtake messages composed before it.
-  if (net_->send_queue_space() < 1 + bundled_.size()) return Status::kNoResource;
+  if (!slots_free(1)) return Status::kNoResource;
   if (Status s = seal(*p); s != Status::kOk) return s;
   std::uint32_t slot;
   if (!free_gets_->pop_into(slot)) return Status::kNoResource;

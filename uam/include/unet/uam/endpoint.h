@@ -193,6 +193,8 @@ class Endpoint {
   struct Get;
   // endpoint_send.cc
   Status room(std::size_t bytes, bool reserve) const noexcept;
+  // Whether `n` send-queue slots are free beside the one each open coalesced packet keeps.
+  bool slots_free(std::size_t n) const noexcept;
   Status put(Peer& p, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept;
   Status seal(Peer& p) noexcept;
   BufferId take_bundle(Peer& p) noexcept;
