@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "device_env.h"
 #include "stream_support.h"
 #include "unet/ulp/segment_header.h"
 
@@ -112,6 +113,7 @@ StreamConfig close_config() {
 // ACK, and TIME_WAIT starts over from it (RFC 793, 3.9), or a peer stuck in LAST_ACK would
 // retransmit into nothing until its dead-peer timeout.
 TEST(StreamClose, AFinSentAgainInTimeWaitIsAcknowledgedAgainAndTheWaitRestarts) {
+  UNET_REQUIRE_DEVICE();
   StreamEndpoint s(ud_config(), close_config());
   HandPeer p(s);
   const ConnId c = p.connect();
@@ -153,6 +155,7 @@ TEST(StreamClose, AFinSentAgainInTimeWaitIsAcknowledgedAgainAndTheWaitRestarts) 
 // s received our FIN (CLOSE_WAIT) and its ACK is "lost": the FIN again gets a new ACK. Then s
 // closes too, and our ACK of its FIN ends the connection cleanly.
 TEST(StreamClose, AFinSentAgainInCloseWaitIsAcknowledgedAgain) {
+  UNET_REQUIRE_DEVICE();
   StreamEndpoint s(ud_config(), close_config());
   HandPeer p(s);
   const ConnId c = p.connect();
