@@ -262,8 +262,7 @@ struct StreamLayer {
 };
 
 TEST_F(Soak, MessagesOfEveryLayerAreDeliveredOrReportedFailedExactly) {
-  const char* env = std::getenv("UNET_SOAK_MESSAGES");
-  const std::uint64_t total = env ? std::strtoull(env, nullptr, 10) : 1000000;
+  const std::uint64_t total = env_amount("UNET_SOAK_MESSAGES", 1000000);
   ASSERT_GE(total, 1000u);
   CoreLayer core(total * 4 / 10);
   UamLayer am(total * 4 / 10);

@@ -25,8 +25,7 @@ std::byte byte_at(std::uint64_t i) { return static_cast<std::byte>((i * 13 + (i 
 
 // `full` MiB, or UNET_STREAM_FAULT_MIB when a (slower) sanitizer build sets it, whichever is less.
 std::uint64_t total_bytes(std::uint64_t full) {
-  const char* mib = std::getenv("UNET_STREAM_FAULT_MIB");
-  return std::min<std::uint64_t>(full, mib ? std::strtoull(mib, nullptr, 10) : full) << 20;
+  return std::min(full, env_amount("UNET_STREAM_FAULT_MIB", full)) << 20;
 }
 
 // A connected stream pair between rxe0 (tx) and rxe1 (rx) over the lossy veths.

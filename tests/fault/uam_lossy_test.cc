@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "netem.h"
@@ -41,9 +40,8 @@ struct Side {
 // Requests per side: 50000 (100k in all), or fewer when a (slower) sanitizer build sets
 // UNET_UAM_FAULT_REQUESTS (in all), whichever is less; a multiple of 4 (every 4th is answered).
 std::uint64_t requests_per_side() {
-  const char* all = std::getenv("UNET_UAM_FAULT_REQUESTS");
   const std::uint64_t n =
-      std::min<std::uint64_t>(50000, all ? std::strtoull(all, nullptr, 10) / 2 : 50000);
+      std::min<std::uint64_t>(50000, env_amount("UNET_UAM_FAULT_REQUESTS", 100000) / 2);
   return std::max<std::uint64_t>(4, n / 4 * 4);
 }
 

@@ -1,11 +1,14 @@
 // Helpers for fault tests on the two-device veth set-up (ci/rxe-vm --two-dev): run a shell
-// command, read a qdisc's drop counter, and the skip-or-fail rule for that set-up.
+// command, read a qdisc's drop counter, the skip-or-fail rule for that set-up, and the amounts
+// of traffic the environment may scale.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +34,19 @@ inline long dropped(const std::string& dev) {
   std::string s = run("tc -s qdisc show dev " + dev);
   auto at = s.find("dropped ");
   return at == std::string::npos ? -1 : std::strtol(s.c_str() + at + 8, nullptr, 10);
+}
+
+// The amount in environment variable `name` (a positive integer), or `fallback` when it is unset
+// or empty. Anything else throws, naming the variable: a typo must not shrink a test to nothing.
+// The sanitizer pass uses these to run the long fault tests with less traffic (tests/README.md).
+inline std::uint64_t env_amount(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end != '\0' || n == 0 || *v == '-')
+    throw std::invalid_argument(std::string(name) + " must be a positive integer, not '" + v + "'");
+  return n;
 }
 
 // True under ci/rxe-vm --two-dev (rxe0 on veth0, rxe1 on veth1, traffic crossing the pair).
