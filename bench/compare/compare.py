@@ -7,7 +7,8 @@ for the active-message tests on unet RC and UD (and uam over UD beside ib_send_l
 what the device's UD path costs by itself); for the user-level protocols (ulp, on UD) rsockets'
 rstream (stream_lat 64 B and stream_bw 64 KiB, copied and zero-copy) and the kernel's TCP and UDP over the VM's veth
 (sockperf ping-pong: stream_lat and dgram_lat 64 B) — with the same sizes and iteration counts,
-interleaved (the order of each pair alternates between rounds), for several rounds, and reports
+interleaved (the order of each pair alternates between rounds; a peer run that several cases
+share, the same tool with the same size and iterations, runs once per round), for several rounds, and reports
 for each pair the median of the rounds and the median unet / peer ratio with its spread (min..max
 over rounds): emulated timings are noisy, ratios within one run are what mean something. Context
 peers that have no unet twin run once per round beside them: rsockets (rstream) and kernel TCP over
@@ -480,22 +481,29 @@ def main():
           f"bandwidth {a.bw_iters} iterations; tests {','.join(a.tests)}"
           + (f"; uam payload limit RC {limits['RC']} B, UD {limits['UD']} B" if am else ""), flush=True)
     for rnd in range(a.rounds):
+        # A peer run that several cases share (the same tool, size and iterations: ucx_perftest
+        # beside unet's RC and UD, rstream beside the four stream_bw cases) runs once per round.
+        peer_runs = {}
         for name, kind, size, test, unet_flags, tool, _, _ in plan:
             iters = a.lat_iters if kind == LAT else a.bw_iters
             first_unet = rnd % 2 == 1  # alternate who goes first
             order = ["unet", "peer"] if first_unet else ["peer", "unet"]
-            got = {}
-            for who in order:
+            key = (tool, kind, size, iters)
+            shared = key in peer_runs
+            got = {"peer": peer_runs[key]} if shared else {}
+            for who in (w for w in order if w not in got):
                 got[who] = measure(lambda: r.unet(test, size, iters, unet_flags) if who == "unet"
                                    else r.peer(tool, kind, size, iters), kind, size,
                                    "" if who == "unet" else tool)
+            peer_runs[key] = got["peer"]
             x = results[name]
             x["unet"].append(got["unet"]["value"])
             x["peer_values"].append(got["peer"]["value"])
             x["unet_runs"].append(got["unet"])
             x["peer_runs"].append(got["peer"])
             print(f"round {rnd + 1}: {name:<30} unet {x['unet'][-1]:<10g} {tool} {x['peer_values'][-1]:<10g} "
-                  f"ratio {x['unet'][-1] / x['peer_values'][-1]:.3f}", flush=True)
+                  f"ratio {x['unet'][-1] / x['peer_values'][-1]:.3f}{' (peer run shared)' if shared else ''}",
+                  flush=True)
         if not a.no_context:
             run_context(a, r, context)
     summary = summarize(results)
