@@ -21,9 +21,10 @@ bool valid_kind(std::uint8_t k) noexcept {
 }
 
 // The kCredit rule, shared by check() and decode().
-bool credit_fields_clear(const Header& h) noexcept {
-  return h.kind != Kind::kCredit || (h.handler == 0 && h.token == 0 && h.arg_count == 0 &&
-                                     h.payload_length == 0);
+bool credit_fields_clear(Kind kind, std::uint8_t handler, std::uint8_t token,
+                         std::uint8_t arg_count, std::uint16_t payload_length) noexcept {
+  return kind != Kind::kCredit ||
+         (handler == 0 && token == 0 && arg_count == 0 && payload_length == 0);
 }
 
 }  // namespace
@@ -57,7 +58,8 @@ std::string_view to_string(WireFault f) noexcept {
 WireFault check(const Header& h) noexcept {
   if (!valid_kind(static_cast<std::uint8_t>(h.kind))) return WireFault::kBadKind;
   if (h.arg_count > kMaxArgs) return WireFault::kBadArgCount;
-  if (!credit_fields_clear(h)) return WireFault::kCreditFields;
+  if (!credit_fields_clear(h.kind, h.handler, h.token, h.arg_count, h.payload_length))
+    return WireFault::kCreditFields;
   if (h.probe && h.kind != Kind::kCredit) return WireFault::kProbeNotCredit;
   return WireFault::kNone;
 }
@@ -69,66 +71,72 @@ Status encode(const Header& h, std::span<std::byte> out) noexcept {
   return Status::kOk;
 }
 
+// The fixed header is two little-endian 64-bit words: bytes 0-7 (magic, version and kind, handler,
+// argument count and flags, payload length, credits, token) and bytes 8-15 (seq, ack). Composing
+// and storing whole words costs two stores where byte-wise stores cost sixteen.
 void encode_unchecked(const Header& h, std::byte* p) noexcept {
-  p[0] = std::byte{kWireMagic};
-  p[1] = static_cast<std::byte>((kWireVersion << 4) | static_cast<std::uint8_t>(h.kind));
-  p[2] = std::byte{h.handler};
-  p[3] = static_cast<std::byte>(h.arg_count | (h.probe ? kProbeBit : 0) | (h.more ? kMoreBit : 0));
-  store_le<std::uint16_t>(p + 4, h.payload_length);
-  p[6] = std::byte{h.credits};
-  p[7] = std::byte{h.token};
-  store_le<std::uint32_t>(p + 8, h.seq);
-  store_le<std::uint32_t>(p + 12, h.ack);
+  const std::uint8_t flags =
+      static_cast<std::uint8_t>(h.arg_count | (h.probe ? kProbeBit : 0) | (h.more ? kMoreBit : 0));
+  const auto version_kind =
+      static_cast<std::uint8_t>((kWireVersion << 4) | static_cast<std::uint8_t>(h.kind));
+  const std::uint64_t w0 = std::uint64_t{kWireMagic} | std::uint64_t{version_kind} << 8 |
+                           std::uint64_t{h.handler} << 16 | std::uint64_t{flags} << 24 |
+                           std::uint64_t{h.payload_length} << 32 | std::uint64_t{h.credits} << 48 |
+                           std::uint64_t{h.token} << 56;
+  store_le<std::uint64_t>(p, w0);
+  store_le<std::uint64_t>(p + 8, std::uint64_t{h.seq} | std::uint64_t{h.ack} << 32);
   for (std::size_t i = 0; i < h.arg_count; ++i)
     store_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i, h.args[i]);
 }
 
 void set_more(std::byte* header) noexcept { header[3] |= std::byte{kMoreBit}; }
 
+// Checks everything from the two loaded words before writing anything: `out` and `used` change
+// only on success, and `fault` is written once.
 Status decode_front(std::span<const std::byte> in, Header& out, std::size_t& used,
                     WireFault& fault) noexcept {
-  fault = WireFault::kTooShort;
-  if (in.size() < kFixedHeaderBytes) return Status::kInvalidArgument;
-  const std::byte* p = in.data();
-  const auto b = [p](std::size_t i) { return static_cast<std::uint8_t>(p[i]); };
-  fault = WireFault::kBadMagic;
-  if (b(0) != kWireMagic) return Status::kInvalidArgument;
-  fault = WireFault::kBadVersion;
-  if ((b(1) >> 4) != kWireVersion) return Status::kInvalidArgument;
-  fault = WireFault::kBadKind;
-  if (!valid_kind(b(1) & 0x0F)) return Status::kInvalidArgument;
-  fault = WireFault::kReservedBits;
-  if (b(3) & kReservedMask) return Status::kInvalidArgument;
-  fault = WireFault::kBadArgCount;
-  const std::uint8_t n = b(3) & kArgCountMask;
-  if (n > kMaxArgs) return Status::kInvalidArgument;
-  fault = WireFault::kTooShort;
-  if (in.size() < header_bytes(n)) return Status::kInvalidArgument;
-
-  Header h;
-  h.kind = static_cast<Kind>(b(1) & 0x0F);
-  h.handler = b(2);
-  h.arg_count = n;
-  h.probe = (b(3) & kProbeBit) != 0;
-  h.more = (b(3) & kMoreBit) != 0;
-  h.payload_length = load_le<std::uint16_t>(p + 4);
-  h.credits = b(6);
-  h.token = b(7);
-  h.seq = load_le<std::uint32_t>(p + 8);
-  h.ack = load_le<std::uint32_t>(p + 12);
-  for (std::size_t i = 0; i < n; ++i)
-    h.args[i] = load_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i);
-
-  fault = WireFault::kLengthMismatch;
-  const std::size_t size = message_bytes(h);
-  if (h.more ? in.size() < size + kFixedHeaderBytes : in.size() != size)
+  const auto refuse = [&fault](WireFault f) {
+    fault = f;
     return Status::kInvalidArgument;
-  fault = WireFault::kCreditFields;
-  if (!credit_fields_clear(h)) return Status::kInvalidArgument;
-  fault = WireFault::kProbeNotCredit;
-  if (h.probe && h.kind != Kind::kCredit) return Status::kInvalidArgument;
+  };
+  if (in.size() < kFixedHeaderBytes) return refuse(WireFault::kTooShort);
+  const std::byte* p = in.data();
+  const std::uint64_t w0 = load_le<std::uint64_t>(p);
+  const auto b = [w0](unsigned i) { return static_cast<std::uint8_t>(w0 >> (8 * i)); };
+  if (b(0) != kWireMagic) return refuse(WireFault::kBadMagic);
+  if ((b(1) >> 4) != kWireVersion) return refuse(WireFault::kBadVersion);
+  const std::uint8_t kind = b(1) & 0x0F;
+  if (!valid_kind(kind)) return refuse(WireFault::kBadKind);
+  const std::uint8_t flags = b(3);
+  if (flags & kReservedMask) return refuse(WireFault::kReservedBits);
+  const std::uint8_t n = flags & kArgCountMask;
+  if (n > kMaxArgs) return refuse(WireFault::kBadArgCount);
+  if (in.size() < header_bytes(n)) return refuse(WireFault::kTooShort);
+
+  const bool probe = (flags & kProbeBit) != 0, more = (flags & kMoreBit) != 0;
+  const auto payload_length = static_cast<std::uint16_t>(w0 >> 32);
+  const std::uint8_t handler = b(2), token = b(7);
+  const std::size_t size = header_bytes(n) + payload_length;
+  if (more ? in.size() < size + kFixedHeaderBytes : in.size() != size)
+    return refuse(WireFault::kLengthMismatch);
+  if (!credit_fields_clear(static_cast<Kind>(kind), handler, token, n, payload_length))
+    return refuse(WireFault::kCreditFields);
+  if (probe && static_cast<Kind>(kind) != Kind::kCredit) return refuse(WireFault::kProbeNotCredit);
+
+  const std::uint64_t w1 = load_le<std::uint64_t>(p + 8);
+  out.kind = static_cast<Kind>(kind);
+  out.handler = handler;
+  out.arg_count = n;
+  out.payload_length = payload_length;
+  out.credits = b(6);
+  out.token = token;
+  out.probe = probe;
+  out.more = more;
+  out.seq = static_cast<std::uint32_t>(w1);
+  out.ack = static_cast<std::uint32_t>(w1 >> 32);
+  for (std::size_t i = 0; i < kMaxArgs; ++i)
+    out.args[i] = i < n ? load_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i) : 0;
   fault = WireFault::kNone;
-  out = h;
   used = size;
   return Status::kOk;
 }
