@@ -8,11 +8,11 @@ what the device's UD path costs by itself); for the user-level protocols (ulp, o
 rstream (stream_lat 64 B and stream_bw 64 KiB, copied and zero-copy) and the kernel's TCP and UDP over the VM's veth
 (sockperf ping-pong: stream_lat and dgram_lat 64 B) — with the same sizes and iteration counts,
 interleaved (the order of each pair alternates between rounds; a peer run that several cases
-share, the same tool with the same size and iterations, runs once per round), for several rounds, and reports
-for each pair the median of the rounds and the median unet / peer ratio with its spread (min..max
-over rounds): emulated timings are noisy, ratios within one run are what mean something. Context
-peers that have no unet twin run once per round beside them: rsockets (rstream) and kernel TCP over
-the VM's veth (sockperf ping-pong) at the latency sizes. --tests runs a subset (e.g. --tests
+share, the same tool with the same size and iterations, runs once per round), for several
+rounds, and reports for each pair the median of the rounds and the median unet / peer ratio with
+its spread (min..max over rounds): emulated timings are noisy, ratios within one run are what
+mean something. Context peers that have no unet twin run once per round beside them: rsockets
+(rstream) and kernel TCP over the VM's veth (sockperf ping-pong) at the latency sizes. --tests runs a subset (e.g. --tests
 am_lat,am_bw).
 
 User-level protocols: rstream's latency is its ping-pong (-I iterations of one transfer each way,
