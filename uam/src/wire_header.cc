@@ -27,6 +27,9 @@ bool credit_fields_clear(Kind kind, std::uint8_t handler, std::uint8_t token,
          (handler == 0 && token == 0 && arg_count == 0 && payload_length == 0);
 }
 
+// The probe rule, shared by check() and decode(): only a kCredit message may carry the probe bit.
+bool probe_allowed(Kind kind, bool probe) noexcept { return !probe || kind == Kind::kCredit; }
+
 }  // namespace
 
 std::string_view to_string(WireFault f) noexcept {
@@ -60,7 +63,7 @@ WireFault check(const Header& h) noexcept {
   if (h.arg_count > kMaxArgs) return WireFault::kBadArgCount;
   if (!credit_fields_clear(h.kind, h.handler, h.token, h.arg_count, h.payload_length))
     return WireFault::kCreditFields;
-  if (h.probe && h.kind != Kind::kCredit) return WireFault::kProbeNotCredit;
+  if (!probe_allowed(h.kind, h.probe)) return WireFault::kProbeNotCredit;
   return WireFault::kNone;
 }
 
@@ -91,8 +94,8 @@ void encode_unchecked(const Header& h, std::byte* p) noexcept {
 
 void set_more(std::byte* header) noexcept { header[3] |= std::byte{kMoreBit}; }
 
-// Checks everything from the two loaded words before writing anything: `out` and `used` change
-// only on success, and `fault` is written once.
+// Every check reads the first word (and the sizes) before anything is written: `out` and `used`
+// change only on success, and `fault` is written once.
 Status decode_front(std::span<const std::byte> in, Header& out, std::size_t& used,
                     WireFault& fault) noexcept {
   const auto refuse = [&fault](WireFault f) {
@@ -121,7 +124,7 @@ Status decode_front(std::span<const std::byte> in, Header& out, std::size_t& use
     return refuse(WireFault::kLengthMismatch);
   if (!credit_fields_clear(static_cast<Kind>(kind), handler, token, n, payload_length))
     return refuse(WireFault::kCreditFields);
-  if (probe && static_cast<Kind>(kind) != Kind::kCredit) return refuse(WireFault::kProbeNotCredit);
+  if (!probe_allowed(static_cast<Kind>(kind), probe)) return refuse(WireFault::kProbeNotCredit);
 
   const std::uint64_t w1 = load_le<std::uint64_t>(p + 8);
   out.kind = static_cast<Kind>(kind);
