@@ -68,20 +68,6 @@ Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload, s
   return push_inline(ch, payload, Descriptor::kImm, imm);
 }
 
-Status Endpoint::receive(Descriptor& out) noexcept {
-  return recv_queue_.pop_into(out) ? Status::kOk : Status::kNoResource;
-}
-
-Status Endpoint::release(BufferId b) noexcept {
-  // The free queue holds at most free_queue_depth buffers: the device's receive queue has room
-  // for that many, and the CQ is sized for that many arrivals. A buffer beyond them (acquired
-  // and given back unsent) becomes spare instead.
-  if (buffers_.in_free_queue() >= config_.free_queue_depth) return buffers_.give_back(b);
-  if (Status s = buffers_.release(b); s != Status::kOk) return s;
-  (void)free_queue_.push(b);  // capacity == buffers: cannot be full
-  return Status::kOk;
-}
-
 int Endpoint::poll() noexcept {
   // UD: a QP that failed is brought back first (endpoint_recover.cc).
   int recovered = 0;
@@ -91,13 +77,15 @@ int Endpoint::poll() noexcept {
   // Sends first: a message pushed since the last call goes out before anything else is done, and
   // what the application does after its send (wait for the reply) is the completion poll below.
   int posted = send_queue_.empty() ? 0 : post_pending_sends();
-  int reaped = reap_completions();
+  int reaped = reap();
   // Freed buffers go back in batches: one post list per repost_batch_ buffers, not one per message;
   // not to a failed UD QP, which would only flush them.
   int reposted = free_queue_.size() < repost_batch_ || ud_failed() ? 0 : repost_free_buffers();
   if (posted < 0 || reaped < 0 || reposted < 0) return -1;
   return recovered + reaped + posted + reposted;
 }
+
+int Endpoint::flush() noexcept { return send_queue_.empty() ? 0 : post_pending_sends(); }
 
 bool Endpoint::ud_failed() const noexcept { return v_->ud_qp && lanes_[0]->failed; }
 
@@ -108,7 +96,8 @@ Status Endpoint::channel_status(ChannelId id) const noexcept {
 
 // Builds the WR for send-queue descriptor `d` into slot n of the post list. The slots' sg_list
 // is set once (prepare_post_lists); every other field a send reads is written here.
-inline void Endpoint::build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept {
+UNET_ALWAYS_INLINE void Endpoint::build_wr(const Descriptor& d, Channel& ch,
+                                           std::uint32_t n) noexcept {
   Verbs& v = *v_;
   ibv_send_wr& w = v.swr[n];
   ibv_sge& s = v.ssge[n][0];
@@ -173,7 +162,7 @@ static std::uint32_t inflight_what(const Descriptor& d, std::uint32_t inline_pos
 
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
-int Endpoint::post_pending_sends() noexcept {
+UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
   Verbs& v = *v_;
   int done = 0;
   std::uint32_t pending = send_queue_.size();  // one thread produces and consumes: exact
@@ -312,7 +301,9 @@ void Endpoint::abort_lane(Lane& lane, Status status) noexcept {
     channels_[lane.channel]->state = Channel::State::kFailed;
 }
 
-int Endpoint::reap_completions() noexcept {
+int Endpoint::reap_completions() noexcept { return reap(); }
+
+UNET_ALWAYS_INLINE int Endpoint::reap() noexcept {
   std::size_t n = 0;
   if (v_->cq->poll(v_->wc, n) != Status::kOk) return -1;
   for (std::size_t i = 0; i < n; ++i) {
@@ -325,7 +316,7 @@ int Endpoint::reap_completions() noexcept {
 }
 
 // A signaled send completed (or failed): retire it and the unsignaled ones before it.
-void Endpoint::send_completed(std::size_t i) noexcept {
+UNET_ALWAYS_INLINE void Endpoint::send_completed(std::size_t i) noexcept {
   const verbs::WorkCompletion& wc = v_->wc[i];
   Lane& lane = *lanes_[(wc.wr_id & ~kSendBit) >> 32];
   const auto seq = static_cast<std::uint32_t>(wc.wr_id);
@@ -337,7 +328,7 @@ void Endpoint::send_completed(std::size_t i) noexcept {
 }
 
 // An arrival in buffer b: free queue -> endpoint; it goes to the application or back.
-void Endpoint::arrived(std::size_t i) noexcept {
+UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
   const verbs::WorkCompletion& wc = v_->wc[i];
   const BufferId b = static_cast<BufferId>(wc.wr_id);
   (void)buffers_.arrived(b);
@@ -388,14 +379,15 @@ void Endpoint::arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool 
 
 // Fills the receive descriptor of an arrival; a small one is copied inside it and its buffer
 // recycled at once.
-void Endpoint::describe_arrival(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t len, bool imm,
-                                std::uint32_t imm_value) noexcept {
+UNET_ALWAYS_INLINE void Endpoint::describe_arrival(Descriptor& d, ChannelId ch, BufferId b,
+                                                   std::uint32_t len, bool imm,
+                                                   std::uint32_t imm_value) noexcept {
   d.channel = ch;
   d.length = len;
   d.imm = imm_value;
   const std::uint16_t imm_flag = imm ? Descriptor::kImm : 0;
   if (len <= inline_threshold_) {
-    std::memcpy(d.data, segment_.get() + std::size_t{b} * config_.buffer_bytes, len);
+    copy_small(d.data, segment_.get() + std::size_t{b} * config_.buffer_bytes, len);
     d.flags = Descriptor::kInline | imm_flag;
     d.buffer = kNoBuffer;
     (void)release(b);

@@ -21,6 +21,11 @@
 
 namespace unet::core {
 
+// On the definition of a step of poll() (endpoint.h declares them inline): inlined into poll()
+// whatever the compiler's size heuristics say, so an idle poll and an arrival pay no call per
+// step. Under emulation a call's indirect return costs far more than on hardware.
+#define UNET_ALWAYS_INLINE [[gnu::always_inline]] inline
+
 // UD arrivals carry a 40-byte GRH before the payload; each buffer has a 64-byte slot for it.
 inline constexpr std::uint32_t kGrhSlot = 64;
 // Work done per poll() step at most: completions reaped, WRs in one post list.

@@ -1,6 +1,7 @@
 // Unit: the descriptor ring, the buffer ownership table and the descriptor's size.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "unet/core/buffer_table.h"
@@ -14,6 +15,43 @@ TEST(Descriptor, IsOneCacheLine) {
   EXPECT_EQ(sizeof(Descriptor), 64u);
   EXPECT_EQ(alignof(Descriptor), 64u);
   EXPECT_GE(Descriptor::kInlineBytes, 32u);
+}
+
+// Every length an inline payload can have, at every offset within a word: exactly [0, n) is
+// copied, and no byte around it, on either side, is touched (guard bytes stay as they were).
+TEST(Descriptor, CopySmallCopiesExactlyTheGivenBytes) {
+  constexpr std::size_t kGuard = 16;
+  for (std::size_t n = 0; n <= 48; ++n) {
+    for (std::size_t at = 0; at < 8; ++at) {
+      std::byte src[kGuard + 48 + kGuard + 8], dst[kGuard + 48 + kGuard + 8];
+      for (std::size_t i = 0; i < sizeof src; ++i) {
+        src[i] = std::byte(i * 7 + 1);
+        dst[i] = std::byte{0xee};
+      }
+      copy_small(dst + kGuard + at, src + kGuard + at, n);
+      for (std::size_t i = 0; i < sizeof dst; ++i) {
+        const bool inside = i >= kGuard + at && i < kGuard + at + n;
+        ASSERT_EQ(dst[i], inside ? src[i] : std::byte{0xee})
+            << "n " << n << " offset " << at << " byte " << i;
+      }
+    }
+  }
+}
+
+TEST(Descriptor, ComposeInlineCarriesThePayload) {
+  constexpr std::size_t kInline = Descriptor::kInlineBytes;
+  std::byte payload[kInline];
+  for (std::size_t i = 0; i < sizeof payload; ++i) payload[i] = std::byte(200 - i);
+  for (std::size_t n : {std::size_t{1}, std::size_t{8}, std::size_t{33}, kInline}) {
+    Descriptor d;
+    compose_inline(d, 3, {payload, n}, Descriptor::kImm, 77);
+    EXPECT_EQ(d.channel, 3u);
+    EXPECT_EQ(d.length, n);
+    EXPECT_EQ(d.buffer, kNoBuffer);
+    EXPECT_EQ(d.flags, Descriptor::kInline | Descriptor::kImm);
+    EXPECT_EQ(d.imm, 77u);
+    EXPECT_EQ(0, std::memcmp(d.data, payload, n)) << n;
+  }
 }
 
 TEST(DescriptorRing, CapacityRoundsUpToAPowerOfTwo) {

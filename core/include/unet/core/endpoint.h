@@ -200,14 +200,25 @@ class Endpoint {
   int poll() noexcept;
   // Posts the pending sends now (poll()'s first step alone), e.g. a reply an upcall pushed.
   // Returns how many were posted, or a negative value on a device error. Not from an upcall.
-  int flush() noexcept { return send_queue_.empty() ? 0 : post_pending_sends(); }
+  int flush() noexcept;
   // Pops the oldest arrival. kNoResource when the receive queue is empty. A non-inline arrival's
-  // buffer belongs to the application until release().
-  Status receive(Descriptor& out) noexcept;
+  // buffer belongs to the application until release(). Inline: an idle poll loop calls it every
+  // time round.
+  Status receive(Descriptor& out) noexcept {
+    return recv_queue_.pop_into(out) ? Status::kOk : Status::kNoResource;
+  }
   // Hands a buffer back to the free queue — or, when the free queue already holds
   // free_queue_depth buffers (one acquired and given back unsent), to the spare buffers.
   // Refused (kInvalidState) unless the application owns it.
-  Status release(BufferId b) noexcept;
+  Status release(BufferId b) noexcept {
+    // The free queue holds at most free_queue_depth buffers: the device's receive queue has room
+    // for that many, and the CQ is sized for that many arrivals. A buffer beyond them (acquired
+    // and given back unsent) becomes spare instead.
+    if (buffers_.in_free_queue() >= config_.free_queue_depth) return buffers_.give_back(b);
+    if (Status s = buffers_.release(b); s != Status::kOk) return s;
+    (void)free_queue_.push(b);  // capacity == buffers: cannot be full
+    return Status::kOk;
+  }
 
   // --- direct-access mode (kDirectAccess; write/read need RC) ---
   // Grants peers access to exactly [addr, addr+len) with `access` (kRemoteRead | kRemoteWrite),
@@ -277,14 +288,19 @@ class Endpoint {
   verbs::QpConfig rc_qp_config() const;
   Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags, std::uint32_t imm) noexcept;
   Status push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags, std::uint32_t imm) noexcept;
-  int post_pending_sends() noexcept;
+  // The steps of poll(), declared inline: they are defined in endpoint_data.cc and used only
+  // there, where each is inlined into poll() (its callers pay no call and return per step).
+  inline int post_pending_sends() noexcept;
+  inline int reap() noexcept;
+  // Handle completion i of the batch reap() just polled.
+  inline void send_completed(std::size_t i) noexcept;
+  inline void arrived(std::size_t i) noexcept;
+  inline void describe_arrival(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t len, bool imm,
+                               std::uint32_t imm_value) noexcept;
+  inline void build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept;
+  // reap() for the slow paths of other files (a UD QP's recovery drains the CQ with it).
   int reap_completions() noexcept;
-  // Handle completion i of the batch reap_completions() just polled.
-  void send_completed(std::size_t i) noexcept;
-  void arrived(std::size_t i) noexcept;
   void arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool imm, std::uint32_t imm_value) noexcept;
-  void describe_arrival(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t len, bool imm,
-                        std::uint32_t imm_value) noexcept;
   int repost_free_buffers() noexcept;
   void prepare_post_lists() noexcept;
   void retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept;
@@ -294,7 +310,6 @@ class Endpoint {
                  std::span<const std::byte> head = {}) noexcept;
   void complete(const OpCompletion& c) noexcept;
   void settle(std::uint32_t what, ChannelId ch, Status status) noexcept;
-  void build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept;
   Status drain_events() noexcept;
   void fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void abort_lane(Lane& lane, Status status) noexcept;
