@@ -78,9 +78,14 @@ int Endpoint::poll() noexcept {
   // what the application does after its send (wait for the reply) is the completion poll below.
   int posted = send_queue_.empty() ? 0 : post_pending_sends();
   int reaped = reap();
-  // Freed buffers go back in batches: one post list per repost_batch_ buffers, not one per message;
-  // not to a failed UD QP, which would only flush them.
-  int reposted = free_queue_.size() < repost_batch_ || ud_failed() ? 0 : repost_free_buffers();
+  // Freed buffers go back in batches while arrivals come in: one post list per repost_batch_
+  // buffers, not one per message. A poll that reaped nothing returns whatever waits: it is idle
+  // time, so a ping-pong reposts while it waits for the reply instead of between an arrival and
+  // its answer (a post list of receives costs about as much as the send itself under rxe). Never
+  // to a failed UD QP, which would only flush them.
+  const std::uint32_t waiting = free_queue_.size();
+  const bool repost = waiting >= repost_batch_ || (waiting > 0 && reaped == 0);
+  int reposted = repost && !ud_failed() ? repost_free_buffers() : 0;
   if (posted < 0 || reaped < 0 || reposted < 0) return -1;
   return recovered + reaped + posted + reposted;
 }

@@ -257,8 +257,8 @@ class Endpoint {
   // --- resources: for layers above that reserve room, and for reports ---
   std::uint32_t send_queue_space() const noexcept { return send_queue_.capacity() - send_queue_.size(); }
   std::uint32_t spare_buffers() const noexcept { return buffers_.spare(); }
-  // Freed buffers are reposted as receives once this many wait (so up to one fewer may be
-  // unposted at any time).
+  // Freed buffers are reposted as receives once this many wait, or by a poll() that reaped
+  // nothing (so up to one fewer may be unposted at any time).
   std::uint32_t repost_batch() const noexcept { return repost_batch_; }
   std::size_t segment_bytes() const noexcept { return segment_bytes_; }  // pinned by the segment
   std::uint32_t queue_pairs() const noexcept { return static_cast<std::uint32_t>(lanes_.size()); }
