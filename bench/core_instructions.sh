@@ -2,14 +2,16 @@
 # bench/core_instructions.sh BUILD_DIR — instructions core itself spends per message of an 8 B RC
 # ping-pong (unet_pingpong), the verbs calls excluded. Runs where an RDMA device exists (e.g.
 # `ci/rxe-vm -- bench/core_instructions.sh build`).
-#   send     send_inline() (compose in the send queue) + post_pending_sends() (build the WR,
-#            signaling, in-flight ring), minus the provider's post_send
-#   receive  arrived() (tag lookup, descriptor, small-message copy, buffer back to the free queue)
-#            + repost_free_buffers() (batched), minus the provider's post_recv
+#   compose  send_inline(): the descriptor composed in the send queue
+#   poll     poll(), whose steps are inlined into it: post the send (build the WR, signaling, the
+#            in-flight window), reap the arrival (tag lookup, descriptor, small-message copy,
+#            buffer back to the free queue) and repost freed buffers, minus the provider's
+#            post_send, poll_cq and post_recv
 # callgrind collects only inside those functions (--toggle-collect); the instructions of
-# libibverbs and the provider (librxe) are subtracted; two iteration counts cancel set-up. Not
-# counted: an idle poll() (~100 instructions with the provider's empty poll_cq, repeated while
-# waiting, so its count depends on timing) and the receive() that pops the descriptor.
+# libibverbs and the provider (librxe) are subtracted; two iteration counts cancel set-up. The
+# polls counted include the idle ones (~100 instructions each with the provider's empty poll_cq),
+# but under callgrind the client runs so slowly that the reply is nearly always there at its
+# first poll. Not counted: the receive() that pops the descriptor (inline, in the caller).
 set -euo pipefail
 build=${1:?usage: bench/core_instructions.sh BUILD_DIR}
 dev=${UNET_DEVICE:-$(ls /sys/class/infiniband | head -n1)}
@@ -39,5 +41,5 @@ per_message() {  # per_message NAME FUNCTION...
   b=$(own 1500 "$@")
   echo "core $name path: $(((b - a) / 1000)) instructions per message (verbs calls excluded)"
 }
-per_message send 'unet::core::Endpoint::send_inline*' 'unet::core::Endpoint::post_pending_sends()'
-per_message receive 'unet::core::Endpoint::arrived*' 'unet::core::Endpoint::repost_free_buffers()'
+per_message compose 'unet::core::Endpoint::send_inline*'
+per_message poll 'unet::core::Endpoint::poll()'
