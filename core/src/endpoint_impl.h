@@ -6,6 +6,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "unet/core/always_inline.h"
 #include "unet/core/channel_table.h"
 #include "unet/core/endpoint.h"
 #include "unet/core/serial_number.h"
@@ -20,11 +21,6 @@
 #include "unet/verbs/shared_receive_queue.h"
 
 namespace unet::core {
-
-// On the definition of a step of poll() (endpoint.h declares them inline): inlined into poll()
-// whatever the compiler's size heuristics say, so an idle poll and an arrival pay no call per
-// step. Under emulation a call's indirect return costs far more than on hardware.
-#define UNET_ALWAYS_INLINE [[gnu::always_inline]] inline
 
 // UD arrivals carry a 40-byte GRH before the payload; each buffer has a 64-byte slot for it.
 inline constexpr std::uint32_t kGrhSlot = 64;

@@ -114,21 +114,9 @@ Status Endpoint::on_reply(HandlerId id, ReplyHandler fn) {
 
 void Endpoint::on_completion(CompletionHandler fn) { on_completion_ = std::move(fn); }
 
-std::uint32_t Endpoint::max_payload(std::size_t arg_count) const noexcept {
-  if (arg_count > kMaxArgs) return 0;
-  const std::size_t room = net_->max_message() - header_bytes(arg_count);
-  return static_cast<std::uint32_t>(room < kMaxPayload ? room : kMaxPayload);
-}
-
 std::uint32_t Endpoint::outstanding(ChannelId ch) const noexcept {
   if (ch >= peers_.size() || !peers_[ch]) return 0;
   return peers_[ch]->pending_count + peers_[ch]->gets;
 }
-
-Endpoint::Peer* Endpoint::peer(ChannelId ch) noexcept {
-  return ch < peers_.size() ? peers_[ch].get() : nullptr;
-}
-
-Time Endpoint::now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
 
 }  // namespace unet::uam

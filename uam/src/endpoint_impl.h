@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "unet/core/always_inline.h"
 #include "unet/uam/endpoint.h"
 
 namespace unet::uam {

@@ -149,7 +149,11 @@ class Endpoint {
 
   // --- data path ---
   // Largest payload a request or reply with `arg_count` words may carry (medium limit).
-  std::uint32_t max_payload(std::size_t arg_count) const noexcept;
+  std::uint32_t max_payload(std::size_t arg_count) const noexcept {
+    if (arg_count > kMaxArgs) return 0;
+    const std::size_t room = net_->max_message() - header_bytes(arg_count);
+    return static_cast<std::uint32_t>(room < kMaxPayload ? room : kMaxPayload);
+  }
   // Queues a request to run `handler` at the peer; it goes out at the next poll() (or flush()), so
   // a burst of requests leaves with one doorbell. kNoResource (nothing queued, retry after poll())
   // when the channel has no credit or the send path no room; kInvalidArgument for more than 4
@@ -195,12 +199,15 @@ class Endpoint {
   Status room(std::size_t bytes, bool reserve) const noexcept;
   // Whether `n` send-queue slots are free beside the one each open coalesced packet keeps.
   bool slots_free(std::size_t n) const noexcept;
-  Status put(Peer& p, const Header& h, std::span<const std::byte> body, std::byte* copy) noexcept;
-  Status seal(Peer& p) noexcept;
+  // Steps declared inline are defined in the one file that calls them and inlined there
+  // (core/always_inline.h): the send and arrival of a message pay no call per step.
+  inline Status put(Peer& p, const Header& h, std::span<const std::byte> body,
+                    std::byte* copy) noexcept;
+  inline Status seal(Peer& p) noexcept;
   BufferId take_bundle(Peer& p) noexcept;
   void seal_all() noexcept;
   Status put_bytes(ChannelId ch, std::span<const std::byte> message) noexcept;
-  Status send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept;
+  inline Status send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept;
   Status send_credit(Peer& p, bool probe) noexcept;
   Status send_probe(Peer& p) noexcept;
   Status send_error(Peer& p, std::uint8_t token, Status status) noexcept;
@@ -210,21 +217,21 @@ class Endpoint {
   void resend(Peer& p, Seq seq) noexcept;
   // endpoint_receive.cc
   void arrival(const core::Descriptor& d) noexcept;
-  void message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk,
-               Time t) noexcept;
-  Disposition run_request(Peer& p, const Header& h, std::span<const std::byte> payload,
-                          Packet& pk) noexcept;
-  Disposition run_reply(Peer& p, const Header& h, std::span<const std::byte> payload,
-                        BufferId buffer) noexcept;
-  void apply_ack(Peer& p, Seq ack, bool in_step, Time now) noexcept;
-  void timers(Peer& p, Time now) noexcept;
-  void op_completions() noexcept;
+  inline void message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk,
+                      Time t) noexcept;
+  inline Disposition run_request(Peer& p, const Header& h, std::span<const std::byte> payload,
+                                 Packet& pk) noexcept;
+  inline Disposition run_reply(Peer& p, const Header& h, std::span<const std::byte> payload,
+                               BufferId buffer) noexcept;
+  inline void apply_ack(Peer& p, Seq ack, bool in_step, Time now) noexcept;
+  inline void timers(Peer& p, Time now) noexcept;
+  inline void op_completions() noexcept;
   void fail_peer(Peer& p, Status status) noexcept;
   void complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept;
-  void done_with(const Packet& pk) noexcept;
-  Peer* peer(ChannelId ch) noexcept;
+  inline void done_with(const Packet& pk) noexcept;
+  Peer* peer(ChannelId ch) noexcept { return ch < peers_.size() ? peers_[ch].get() : nullptr; }
   ChannelId adopt(ChannelId ch);
-  Time now() const noexcept;
+  Time now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
 
   Config config_;
   Stats stats_;

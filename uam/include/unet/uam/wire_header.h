@@ -46,6 +46,8 @@
 #include <span>
 #include <string_view>
 
+#include "unet/core/always_inline.h"
+#include "unet/core/little_endian.h"
 #include "unet/verbs/status.h"
 
 namespace unet::uam {
@@ -121,20 +123,118 @@ WireFault check(const Header& h) noexcept;
 [[nodiscard]] Status encode(const Header& h, std::span<std::byte> out) noexcept;
 // encode() without its checks, for a sender that built `h` from parts it already checked: writes
 // header_bytes(h.arg_count) bytes at `out`. `h` must pass check() and arg_count <= kMaxArgs.
-void encode_unchecked(const Header& h, std::byte* out) noexcept;
+inline void encode_unchecked(const Header& h, std::byte* out) noexcept;
 
 // Sets the more bit of the message encoded at `header`: another message is being placed after it.
-void set_more(std::byte* header) noexcept;
+inline void set_more(std::byte* header) noexcept;
 
 // Reads the message at the front of packet `in`, validating every field; on kOk `out` holds its
 // header, `used` its size (message_bytes(out)), its payload is in.subspan(header_bytes(
 // out.arg_count), out.payload_length), and when out.more the next message starts at in[used].
 // On failure returns kInvalidArgument, sets `fault` to the rule broken and leaves `out` and
 // `used` untouched.
-[[nodiscard]] Status decode_front(std::span<const std::byte> in, Header& out, std::size_t& used,
-                                  WireFault& fault) noexcept;
+[[nodiscard]] inline Status decode_front(std::span<const std::byte> in, Header& out,
+                                         std::size_t& used, WireFault& fault) noexcept;
 // Reads a packet of exactly one message (no more bit), as decode_front() does.
 [[nodiscard]] Status decode(std::span<const std::byte> in, Header& out) noexcept;
 [[nodiscard]] Status decode(std::span<const std::byte> in, Header& out, WireFault& fault) noexcept;
+
+// The data path's halves of the codec, inline: a message is encoded and decoded on every send and
+// arrival, and a call per header costs more than its few stores and loads.
+namespace wire {
+// Byte 3's bits, and the rules check() and decode_front() share.
+inline constexpr std::uint8_t kArgCountMask = 0x07;
+inline constexpr std::uint8_t kProbeBit = 0x08;
+inline constexpr std::uint8_t kMoreBit = 0x10;
+inline constexpr std::uint8_t kReservedMask = 0xE0;
+
+inline bool valid_kind(std::uint8_t k) noexcept {
+  return k >= static_cast<std::uint8_t>(Kind::kRequest) &&
+         k <= static_cast<std::uint8_t>(Kind::kStoreDone);
+}
+
+// The kCredit rule, shared by check() and decode().
+inline bool credit_fields_clear(Kind kind, std::uint8_t handler, std::uint8_t token,
+                                std::uint8_t arg_count, std::uint16_t payload_length) noexcept {
+  return kind != Kind::kCredit ||
+         (handler == 0 && token == 0 && arg_count == 0 && payload_length == 0);
+}
+
+// The probe rule, shared by check() and decode(): only a kCredit message may carry the probe bit.
+inline bool probe_allowed(Kind kind, bool probe) noexcept {
+  return !probe || kind == Kind::kCredit;
+}
+}  // namespace wire
+
+// The fixed header is two little-endian 64-bit words: bytes 0-7 (magic, version and kind, handler,
+// argument count and flags, payload length, credits, token) and bytes 8-15 (seq, ack). Composing
+// and storing whole words costs two stores where byte-wise stores cost sixteen.
+UNET_ALWAYS_INLINE void encode_unchecked(const Header& h, std::byte* p) noexcept {
+  const std::uint8_t flags = static_cast<std::uint8_t>(
+      h.arg_count | (h.probe ? wire::kProbeBit : 0) | (h.more ? wire::kMoreBit : 0));
+  const auto version_kind =
+      static_cast<std::uint8_t>((kWireVersion << 4) | static_cast<std::uint8_t>(h.kind));
+  const std::uint64_t w0 = std::uint64_t{kWireMagic} | std::uint64_t{version_kind} << 8 |
+                           std::uint64_t{h.handler} << 16 | std::uint64_t{flags} << 24 |
+                           std::uint64_t{h.payload_length} << 32 | std::uint64_t{h.credits} << 48 |
+                           std::uint64_t{h.token} << 56;
+  core::store_le<std::uint64_t>(p, w0);
+  core::store_le<std::uint64_t>(p + 8, std::uint64_t{h.seq} | std::uint64_t{h.ack} << 32);
+  for (std::size_t i = 0; i < h.arg_count; ++i)
+    core::store_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i, h.args[i]);
+}
+
+inline void set_more(std::byte* header) noexcept { header[3] |= std::byte{wire::kMoreBit}; }
+
+// Every check reads the first word (and the sizes) before anything is written: `out` and `used`
+// change only on success, and `fault` is written once.
+UNET_ALWAYS_INLINE Status decode_front(std::span<const std::byte> in, Header& out,
+                                       std::size_t& used, WireFault& fault) noexcept {
+  const auto refuse = [&fault](WireFault f) {
+    fault = f;
+    return Status::kInvalidArgument;
+  };
+  if (in.size() < kFixedHeaderBytes) return refuse(WireFault::kTooShort);
+  const std::byte* p = in.data();
+  const std::uint64_t w0 = core::load_le<std::uint64_t>(p);
+  const auto b = [w0](unsigned i) { return static_cast<std::uint8_t>(w0 >> (8 * i)); };
+  if (b(0) != kWireMagic) return refuse(WireFault::kBadMagic);
+  if ((b(1) >> 4) != kWireVersion) return refuse(WireFault::kBadVersion);
+  const std::uint8_t kind = b(1) & 0x0F;
+  if (!wire::valid_kind(kind)) return refuse(WireFault::kBadKind);
+  const std::uint8_t flags = b(3);
+  if (flags & wire::kReservedMask) return refuse(WireFault::kReservedBits);
+  const std::uint8_t n = flags & wire::kArgCountMask;
+  if (n > kMaxArgs) return refuse(WireFault::kBadArgCount);
+  if (in.size() < header_bytes(n)) return refuse(WireFault::kTooShort);
+
+  const bool probe = (flags & wire::kProbeBit) != 0, more = (flags & wire::kMoreBit) != 0;
+  const auto payload_length = static_cast<std::uint16_t>(w0 >> 32);
+  const std::uint8_t handler = b(2), token = b(7);
+  const std::size_t size = header_bytes(n) + payload_length;
+  if (more ? in.size() < size + kFixedHeaderBytes : in.size() != size)
+    return refuse(WireFault::kLengthMismatch);
+  if (!wire::credit_fields_clear(static_cast<Kind>(kind), handler, token, n, payload_length))
+    return refuse(WireFault::kCreditFields);
+  if (!wire::probe_allowed(static_cast<Kind>(kind), probe))
+    return refuse(WireFault::kProbeNotCredit);
+
+  const std::uint64_t w1 = core::load_le<std::uint64_t>(p + 8);
+  out.kind = static_cast<Kind>(kind);
+  out.handler = handler;
+  out.arg_count = n;
+  out.payload_length = payload_length;
+  out.credits = b(6);
+  out.token = token;
+  out.probe = probe;
+  out.more = more;
+  out.seq = static_cast<std::uint32_t>(w1);
+  out.ack = static_cast<std::uint32_t>(w1 >> 32);
+  for (std::size_t i = 0; i < kMaxArgs; ++i)
+    out.args[i] = i < n ? core::load_le<std::uint64_t>(p + kFixedHeaderBytes + 8 * i) : 0;
+  fault = WireFault::kNone;
+  used = size;
+  return Status::kOk;
+}
 
 }  // namespace unet::uam
