@@ -70,7 +70,8 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
 }
 
 // One message of a packet: account credits and sequence, run the handler, apply the ack.
-UNET_ALWAYS_INLINE void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk,
+UNET_ALWAYS_INLINE
+void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payload, Packet& pk,
                        Time t) noexcept {
   // UD: a header whose ack is older than one already applied was composed (or, a resend, first
   // sent) before a header we have seen, and may have been held back for milliseconds (a
@@ -107,7 +108,8 @@ UNET_ALWAYS_INLINE void Endpoint::message(Peer& p, const Header& h, std::span<co
   if (p.open) apply_ack(p, h.ack, in_step, t);
 }
 
-UNET_ALWAYS_INLINE Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload,
+UNET_ALWAYS_INLINE
+Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std::byte> payload,
                                   Packet& pk) noexcept {
   if (p.credits.on_request() != Status::kOk) {  // the peer overran its window
     ++stats_.overruns;
@@ -145,7 +147,8 @@ UNET_ALWAYS_INLINE Disposition Endpoint::run_request(Peer& p, const Header& h, s
   return fn->request(token, m);
 }
 
-UNET_ALWAYS_INLINE Disposition Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload,
+UNET_ALWAYS_INLINE
+Disposition Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::byte> payload,
                                 BufferId b) noexcept {
   if (!p.awaiting(h.token) || p.slot(h.token).replied) {  // no such request, or answered twice
     ++stats_.stray_replies;
@@ -175,7 +178,8 @@ UNET_ALWAYS_INLINE Disposition Endpoint::run_reply(Peer& p, const Header& h, std
 
 // Every message of a packet ran: its buffer goes back (and the credit it holds is owed to its
 // sender) unless handlers kept it, in which case the last release() does that.
-UNET_ALWAYS_INLINE void Endpoint::done_with(const Packet& pk) noexcept {
+UNET_ALWAYS_INLINE
+void Endpoint::done_with(const Packet& pk) noexcept {
   if (pk.kept > 0) {
     kept_[pk.buffer] = pk.credit;
     kept_refs_[pk.buffer] = pk.kept;
@@ -198,7 +202,8 @@ Status Endpoint::release(BufferId b) noexcept {
 // copies, and when the arrival was `in_step` requests and stores up to there complete (any reply
 // to them ran first). Out of step, the next in-step arrival completes them: the peer's missing
 // messages are resent, each carrying the ack again.
-UNET_ALWAYS_INLINE void Endpoint::apply_ack(Peer& p, Seq ack, bool in_step, Time t) noexcept {
+UNET_ALWAYS_INLINE
+void Endpoint::apply_ack(Peer& p, Seq ack, bool in_step, Time t) noexcept {
   if (p.tx) {
     const Status s = p.tx->on_ack(
         ack, t, [](Seq, std::uint64_t) {}, [&](Seq q, std::uint64_t) { resend(p, q); });
@@ -234,7 +239,8 @@ void Endpoint::complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept {
 // peer's QP acknowledges nothing and the channel fails. (A credit message as keepalive could go
 // out only once until answered, or it would pile up in a slow peer's receive buffers: a peer
 // alive for that one and dead after it was never found.)
-UNET_ALWAYS_INLINE void Endpoint::timers(Peer& p, Time t) noexcept {
+UNET_ALWAYS_INLINE
+void Endpoint::timers(Peer& p, Time t) noexcept {
   if (net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);
   if (p.tx) {
     const Status s = p.tx->on_timer(t, [&](Seq q, std::uint64_t) { resend(p, q); }, [](Seq, std::uint64_t) {});
@@ -252,7 +258,8 @@ UNET_ALWAYS_INLINE void Endpoint::timers(Peer& p, Time t) noexcept {
 }
 
 // Core's operation completions: gets finish here; a failed write or send fails its channel.
-UNET_ALWAYS_INLINE void Endpoint::op_completions() noexcept {
+UNET_ALWAYS_INLINE
+void Endpoint::op_completions() noexcept {
   core::OpCompletion c;
   while (net_->completion(c) == Status::kOk) {
     if (c.tag & kGetTag) {

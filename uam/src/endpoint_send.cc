@@ -27,7 +27,8 @@ bool Endpoint::slots_free(std::size_t n) const noexcept {
 // which opens a packet when coalescing is on. `copy` (UD) receives the message's bytes too, as
 // a packet of its own (no more bit). A message that does not fit the open packet seals it first:
 // the channel's messages leave in the order they were put.
-UNET_ALWAYS_INLINE Status Endpoint::put(Peer& p, const Header& h, std::span<const std::byte> body,
+UNET_ALWAYS_INLINE
+Status Endpoint::put(Peer& p, const Header& h, std::span<const std::byte> body,
                      std::byte* copy) noexcept {
   const std::size_t head = header_bytes(h.arg_count);
   const std::size_t total = head + body.size();
@@ -66,7 +67,8 @@ UNET_ALWAYS_INLINE Status Endpoint::put(Peer& p, const Header& h, std::span<cons
 
 // Hands the channel's open packet to core. Its send-queue slot was kept (room()); a channel that
 // is failing refuses it, and the buffer goes back (UD resends its messages from their copies).
-UNET_ALWAYS_INLINE Status Endpoint::seal(Peer& p) noexcept {
+UNET_ALWAYS_INLINE
+Status Endpoint::seal(Peer& p) noexcept {
   const core::BufferId b = take_bundle(p);
   if (b == core::kNoBuffer) return Status::kOk;
   const Status s = net_->send(p.ch, b, p.bundle_len);
@@ -106,7 +108,8 @@ Status Endpoint::put_bytes(ChannelId ch, std::span<const std::byte> message) noe
 
 // Numbers, stamps and sends a message of any sequenced kind (room() was checked). The header
 // carries the credits we owe and our cumulative ack.
-UNET_ALWAYS_INLINE Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept {
+UNET_ALWAYS_INLINE
+Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> payload) noexcept {
   h.payload_length = static_cast<std::uint16_t>(payload.size());
   std::byte* copy = nullptr;
   if (p.tx) {
