@@ -1,0 +1,45 @@
+// libFuzzer target: what a peer can put in a ring slot, and in the ring field of its offer. The
+// slot is a heap block of exactly its size (ASan catches a read past it); the reader's verdict
+// must agree with the head it returns, and the offer field either parses to a valid geometry
+// with the line cut before it, or is refused with nothing changed.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include "ring_offer.h"
+#include "ring_slot.h"
+
+namespace ring = unet::core::ring;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 4) return 0;
+  // Slot size from the first byte: 32..2048 in steps of 8; the expected seq from the next two.
+  const std::uint32_t slot_bytes = ring::kMinSlotBytes + 8u * (data[0] % 253);
+  const auto seq = static_cast<std::uint16_t>(data[1] | data[2] << 8);
+  auto slot = std::unique_ptr<std::byte[]>(new (std::align_val_t{8}) std::byte[slot_bytes]);
+  std::memset(slot.get(), 0, slot_bytes);
+  std::memcpy(slot.get(), data + 3, std::min<std::size_t>(size - 3, slot_bytes));
+  std::uint64_t head = 0;
+  const ring::Slot s = ring::read_slot(slot.get(), slot_bytes, seq, head);
+  if (s == ring::Slot::kMessage || s == ring::Slot::kIncomplete) {
+    if (ring::seq_of(head) != seq || ring::length_of(head) == 0 || ring::length_of(head) > ring::capacity(slot_bytes) ||
+        ring::tail_offset(head) + ring::kTailBytes > slot_bytes)
+      std::abort();
+  }
+  if (s == ring::Slot::kMessage && ring::wire_bytes(ring::length_of(head), ring::imm_of(head)) > slot_bytes)
+    std::abort();
+
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::string_view line = text;
+  ring::Geometry g{3, 5};
+  if (ring::split_offer(line, g)) {
+    if (g.slots != 3 && (!ring::valid(g) || line.size() >= text.size())) std::abort();
+    if (g.slots == 3 && (g.slot_bytes != 5 || line != text)) std::abort();
+  } else if (line != text || g.slots != 3 || g.slot_bytes != 5) {
+    std::abort();
+  }
+  return 0;
+}

@@ -1,0 +1,88 @@
+// Ring slot codec: how one message sits in a slot of a ring channel's receive ring. Pure logic.
+//
+// A slot (bytes, a multiple of 8) holds one message, written by the peer with one RDMA WRITE:
+//   [0, 8)       head: seq (16 bits) | length (15) | imm flag (1) | fallbacks before it (16) |
+//                credit (16: the running total of slots freed in the writer's own ring)
+//   [8, 16)      imm (32 bits) and zeros: only with the imm flag
+//   payload      length bytes, then zeros up to a multiple of 8
+//   tail         the head word again
+// A slot the writer may use is all zeros (the reader zeroes what a message used before it hands
+// the slot back), and a head is never zero (length >= 1). The reader takes a slot only when the
+// head holds the sequence number it expects and the tail, at the place the head's length names,
+// holds the same word. See core/README.md ("Ring channels") for why a half-written slot is never
+// taken.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace unet::core::ring {
+
+inline constexpr std::uint32_t kHeadBytes = 8, kImmBytes = 8, kTailBytes = 8;
+// What a message may need besides its payload: head, imm word and tail.
+inline constexpr std::uint32_t kOverhead = kHeadBytes + kImmBytes + kTailBytes;
+inline constexpr std::uint32_t kMaxLength = (1u << 15) - 1;
+
+// The largest payload a slot of `slot_bytes` carries (slot_bytes a multiple of 8, >= 32),
+// with immediate data or without.
+constexpr std::uint32_t capacity(std::uint32_t slot_bytes) noexcept { return slot_bytes - kOverhead; }
+// len rounded up to 8.
+constexpr std::uint32_t pad8(std::uint32_t len) noexcept { return (len + 7u) & ~7u; }
+// Where the payload starts, and the bytes a message occupies (and its WRITE carries).
+constexpr std::uint32_t payload_offset(bool imm) noexcept { return kHeadBytes + (imm ? kImmBytes : 0); }
+constexpr std::uint32_t wire_bytes(std::uint32_t len, bool imm) noexcept {
+  return payload_offset(imm) + pad8(len) + kTailBytes;
+}
+
+// The fields of a head.
+struct Head {
+  std::uint16_t seq = 0;        // the message's number on its ring, mod 2^16
+  std::uint16_t length = 0;     // payload bytes, 1 .. kMaxLength
+  bool imm = false;             // an imm word follows the head
+  std::uint16_t fallbacks = 0;  // messages of this channel sent by SEND before it, mod 2^16
+  std::uint16_t credit = 0;     // running total of slots freed in the writer's ring, mod 2^16
+};
+
+constexpr std::uint64_t head_word(const Head& h) noexcept {
+  return std::uint64_t{h.seq} | std::uint64_t{static_cast<std::uint16_t>(h.length | (h.imm ? 0x8000u : 0u))} << 16 |
+         std::uint64_t{h.fallbacks} << 32 | std::uint64_t{h.credit} << 48;
+}
+
+constexpr std::uint16_t seq_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w); }
+constexpr std::uint16_t length_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 16) & 0x7fff; }
+constexpr bool imm_of(std::uint64_t w) noexcept { return (w >> 31) & 1; }
+constexpr std::uint16_t fallbacks_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 32); }
+constexpr std::uint16_t credit_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 48); }
+// Where the tail of the message whose head is `w` sits.
+constexpr std::uint32_t tail_offset(std::uint64_t w) noexcept { return payload_offset(imm_of(w)) + pad8(length_of(w)); }
+
+// What the reader finds in the slot where it expects sequence number `seq`.
+enum class Slot : std::uint8_t {
+  kEmpty,       // nothing there yet (zero, or another sequence number: not this lap's message)
+  kIncomplete,  // this message's head, but not (yet) the tail that repeats it
+  kMessage,     // head and tail: the message is all there
+  kMalformed,   // the expected sequence number with a length or flags no correct writer makes
+};
+constexpr Slot check_head(std::uint64_t w, std::uint16_t seq, std::uint32_t slot_bytes) noexcept {
+  if (w == 0 || seq_of(w) != seq) return Slot::kEmpty;
+  if (length_of(w) == 0 || length_of(w) > capacity(slot_bytes)) return Slot::kMalformed;
+  return Slot::kMessage;
+}
+
+// A word the NIC (or the peer) may write while we read it: not torn, not kept in a register. An
+// acquire load: what the reader reads after it is not read before it.
+inline std::uint64_t load_word(const std::byte* p, std::memory_order o = std::memory_order_acquire) noexcept {
+  return std::atomic_ref<const std::uint64_t>(*reinterpret_cast<const std::uint64_t*>(p)).load(o);
+}
+
+// Reads the slot (8-byte aligned, slot_bytes long) where the reader expects `seq`: the head, and
+// for a well-formed one the tail at the place it names. Reads nothing outside the slot.
+inline Slot read_slot(const std::byte* slot, std::uint32_t slot_bytes, std::uint16_t seq, std::uint64_t& head) noexcept {
+  head = load_word(slot);
+  const Slot s = check_head(head, seq, slot_bytes);
+  if (s != Slot::kMessage) return s;
+  return load_word(slot + tail_offset(head)) == head ? Slot::kMessage : Slot::kIncomplete;
+}
+
+}  // namespace unet::core::ring

@@ -1,0 +1,148 @@
+// Unit: the ring slot codec (core/src/ring_slot.h) and the offer's ring field (ring_offer.h).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "ring_offer.h"
+#include "ring_slot.h"
+
+namespace unet::core::ring {
+namespace {
+
+constexpr std::uint32_t kSlot = 128;
+
+// A slot image as one WRITE of the writer puts it: head, imm word, payload, zero padding, tail.
+struct SlotImage {
+  alignas(8) std::array<std::byte, kSlot> bytes{};
+  void write(const Head& h, std::uint32_t imm, std::byte fill) {
+    const std::uint64_t w0 = head_word(h), w1 = imm;
+    std::memcpy(bytes.data(), &w0, 8);
+    if (h.imm) std::memcpy(bytes.data() + 8, &w1, 8);
+    std::memset(bytes.data() + payload_offset(h.imm), static_cast<int>(fill), h.length);
+    std::memcpy(bytes.data() + tail_offset(w0), &w0, 8);
+  }
+};
+
+TEST(RingSlot, SizesAndOffsets) {
+  EXPECT_EQ(capacity(kSlot), kSlot - 24);
+  EXPECT_EQ(pad8(0), 0u);
+  EXPECT_EQ(pad8(1), 8u);
+  EXPECT_EQ(pad8(8), 8u);
+  EXPECT_EQ(pad8(9), 16u);
+  EXPECT_EQ(wire_bytes(8, false), 24u) << "an 8-byte message: head, payload, tail";
+  EXPECT_EQ(wire_bytes(8, true), 32u);
+  EXPECT_EQ(wire_bytes(capacity(kSlot), true), kSlot) << "the largest payload with imm fills the slot";
+  EXPECT_LE(wire_bytes(capacity(kSlot), false), kSlot);
+  Head h;
+  h.length = 13;
+  EXPECT_EQ(tail_offset(head_word(h)), 24u);
+  h.imm = true;
+  EXPECT_EQ(tail_offset(head_word(h)), 32u);
+}
+
+TEST(RingSlot, HeadFieldsRoundTrip) {
+  Head h;
+  h.seq = 0xfffe;
+  h.length = kMaxLength;
+  h.imm = true;
+  h.fallbacks = 0xabcd;
+  h.credit = 0x8001;
+  std::uint64_t w = head_word(h);
+  EXPECT_EQ(seq_of(w), 0xfffe);
+  EXPECT_EQ(length_of(w), kMaxLength);
+  EXPECT_TRUE(imm_of(w));
+  EXPECT_EQ(fallbacks_of(w), 0xabcd);
+  EXPECT_EQ(credit_of(w), 0x8001);
+  h.imm = false;
+  h.length = 1;
+  w = head_word(h);
+  EXPECT_FALSE(imm_of(w));
+  EXPECT_EQ(length_of(w), 1u);
+  EXPECT_NE(head_word(Head{0, 1, false, 0, 0}), 0u) << "a head is never zero, so a zeroed slot is never a message";
+}
+
+TEST(RingSlot, ATakenSlotNeedsTheExpectedSeqAndTheTailThatRepeatsTheHead) {
+  for (bool imm : {false, true})
+    for (std::uint32_t len : {1u, 7u, 8u, 9u, 50u, capacity(kSlot)}) {
+      SlotImage s;
+      std::uint64_t head = 0;
+      EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 5, head), Slot::kEmpty) << "zeros";
+      Head h;
+      h.seq = 5;
+      h.length = static_cast<std::uint16_t>(len);
+      h.imm = imm;
+      s.write(h, 0x12345678, std::byte{0x5a});
+      const std::uint32_t tail = tail_offset(head_word(h));
+      ASSERT_LE(tail + kTailBytes, kSlot);
+      EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 5, head), Slot::kMessage) << len;
+      EXPECT_EQ(head, head_word(h));
+      EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 6, head), Slot::kEmpty) << "another seq: not this lap";
+      // Half written, either way round: the head without the tail, or the tail without the head.
+      SlotImage first = s;
+      std::memset(first.bytes.data() + tail, 0, 8);
+      EXPECT_EQ(read_slot(first.bytes.data(), kSlot, 5, head), Slot::kIncomplete) << len;
+      SlotImage last = s;
+      std::memset(last.bytes.data(), 0, 8);
+      EXPECT_EQ(read_slot(last.bytes.data(), kSlot, 5, head), Slot::kEmpty) << len;
+      // A tail from another lap (another seq) at the same place is no tail.
+      SlotImage stale = s;
+      Head other = h;
+      other.seq = static_cast<std::uint16_t>(5 + 64);
+      const std::uint64_t ow = head_word(other);
+      std::memcpy(stale.bytes.data() + tail, &ow, 8);
+      EXPECT_EQ(read_slot(stale.bytes.data(), kSlot, 5, head), Slot::kIncomplete) << len;
+    }
+}
+
+TEST(RingSlot, ImpossibleHeadsAreMalformedAndNothingBeyondTheSlotIsRead) {
+  SlotImage s;
+  std::uint64_t head = 0;
+  Head h;
+  h.seq = 9;
+  for (std::uint32_t len : {capacity(kSlot) + 1, kMaxLength, 0u}) {  // a tail past the slot; no payload
+    h.length = static_cast<std::uint16_t>(len);
+    const std::uint64_t w = head_word(h);
+    std::memcpy(s.bytes.data(), &w, 8);
+    EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 9, head), len == 0 && w == 0 ? Slot::kEmpty : Slot::kMalformed)
+        << len;
+  }
+}
+
+TEST(RingOffer, FieldRoundTripsAndIsSplitOffTheLine) {
+  const Geometry g{64, 1024};
+  ASSERT_TRUE(valid(g));
+  EXPECT_EQ(encode_field(g), " ring=40x400");
+  std::string line = "unet-oob/1 lid=0000 rest" + encode_field(g) + "\n";
+  std::string_view v = line;
+  Geometry out;
+  ASSERT_TRUE(split_offer(v, out));
+  EXPECT_EQ(v, "unet-oob/1 lid=0000 rest");
+  EXPECT_EQ(out.slots, 64u);
+  EXPECT_EQ(out.slot_bytes, 1024u);
+  EXPECT_EQ(out.remote_bytes(), 64u * 1024 + kControlBytes);
+  std::string_view plain = "unet-oob/1 lid=0000 rest\n";
+  Geometry none;
+  ASSERT_TRUE(split_offer(plain, none)) << "no field: no ring, not an error";
+  EXPECT_EQ(none.slots, 0u);
+  EXPECT_EQ(plain, "unet-oob/1 lid=0000 rest\n");
+}
+
+TEST(RingOffer, MalformedOrInvalidFieldsAreRefusedWithNothingChanged) {
+  for (const char* bad : {" ring=", " ring=40", " ring=40x", " ring=x400", " ring=3x400", " ring=1x400",
+                          " ring=8000x400", " ring=40x404", " ring=40x10", " ring=40x10008", " ring=040x400",
+                          " ring=40X400", " ring=4gx400", " ring=40x400 ", " ring=40x400x8", " ring=-40x400",
+                          " ring=40x+400", " ring=123456789x400"}) {
+    const std::string line = std::string("unet-oob/1 head") + bad + "\n";
+    std::string_view v = line;
+    Geometry g{7, 9};
+    EXPECT_FALSE(split_offer(v, g)) << bad;
+    EXPECT_EQ(v, line) << bad;
+    EXPECT_EQ(g.slots, 7u) << bad;
+    EXPECT_EQ(g.slot_bytes, 9u) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace unet::core::ring
