@@ -131,7 +131,7 @@ core::ChannelId connect_rc_pingpong(core::Endpoint& ep, const RcPingpongOptions&
     verbs::throw_error(who, "options", EINVAL, "a listener is for the server side (empty host)");
   const auto deadline = Clock::now() + o.timeout;
 
-  core::ChannelOffer offer = ep.offer_channel();
+  core::ChannelOffer offer = ep.offer_channel({.ring = false});  // the tool uses SEND/RECV only
   verbs::ConnectionInfo local;
   if (verbs::decode(offer.local, local) != Status::kOk)
     verbs::throw_error(who, "endpoint", EPROTO, "the endpoint's own offer does not decode");

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "endpoint_impl.h"
+#include "ring_offer.h"
 #include "unet/verbs/error.h"
 
 namespace unet::core {
@@ -22,6 +23,9 @@ EndpointConfig checked(EndpointConfig c) {
                        "free_queue_depth must be at least 1 and leave buffers to send from");
   if (c.mode == Mode::kDirectAccess && (c.max_operations == 0 || c.max_grants == 0 || c.max_pinned_bytes == 0))
     verbs::throw_error("Endpoint", "config", EINVAL, "direct-access needs operations, grants and pinned bytes");
+  if (c.ring_slots != 0 && !ring::valid({c.ring_slots, c.ring_slot_bytes}))
+    verbs::throw_error("Endpoint", "config", EINVAL,
+                       "ring_slots must be a power of two in 2..16384 and ring_slot_bytes a multiple of 8 in 32..32768");
   return c;
 }
 
@@ -99,6 +103,15 @@ Endpoint::Endpoint(const EndpointConfig& config)
     v_->grants.resize(config_.max_grants);
   }
 
+  if (!ud && config_.ring_slots != 0 && config_.max_rings != 0) {
+    ring_id_slots_ = config_.max_rings * config_.ring_slots;
+    rings_.assign(config_.max_rings, nullptr);
+    free_ring_ids_.reserve(config_.max_rings);
+    for (std::uint32_t i = config_.max_rings; i-- > 0;) free_ring_ids_.push_back(i);
+    polled_.reserve(config_.max_rings);
+    heads_.reserve(config_.max_rings);
+  }
+
   prepare_post_lists();
   // Fill the free queue; the first poll() (or this) posts it.
   for (std::uint32_t i = 0; i < config_.free_queue_depth; ++i) {
@@ -128,7 +141,7 @@ std::uint32_t Endpoint::add_lane(verbs::QueuePair& qp, ChannelId ch) {
   return static_cast<std::uint32_t>(lanes_.size() - 1);
 }
 
-ChannelOffer Endpoint::offer_channel() {
+ChannelOffer Endpoint::offer_channel(const ChannelOptions& options) {
   if (channels_.size() >= config_.max_channels)
     verbs::throw_error("offer_channel", "endpoint", ENOSPC,
                        "max_channels (" + std::to_string(config_.max_channels) + ") reached");
@@ -141,6 +154,7 @@ ChannelOffer Endpoint::offer_channel() {
     local = v_->ud_qp->local_info(v_->path);
   }
   ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size())};
+  if (config_.transport == Transport::kRc && options.ring) make_ring(*ch, offer.local);
   channels_.push_back(std::move(ch));
   return offer;
 }
@@ -148,13 +162,23 @@ ChannelOffer Endpoint::offer_channel() {
 ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view peer_half) {
   if (offer.slot >= channels_.size() || channels_[offer.slot]->state != Channel::State::kOffered)
     verbs::throw_error("accept_offer", "endpoint", EINVAL, "not a pending offer of this endpoint");
+  std::string_view local_line = offer.local, peer_line = peer_half;
+  ring::Geometry local_ring, peer_ring;
   verbs::ConnectionInfo local, remote;
-  if (verbs::decode(offer.local, local) != Status::kOk || verbs::decode(peer_half, remote) != Status::kOk)
+  if (!ring::split_offer(local_line, local_ring) || !ring::split_offer(peer_line, peer_ring) ||
+      verbs::decode(local_line, local) != Status::kOk || verbs::decode(peer_line, remote) != Status::kOk)
     verbs::throw_error("accept_offer", "endpoint", EPROTO, "malformed channel offer");
   Channel& ch = *channels_[offer.slot];
   ChannelId id = offer.slot;
   if (config_.transport == Transport::kRc) {
     ch.qp->connect(local, remote, v_->path);
+    // A ring channel when both offers carry a ring; else our ring goes now.
+    if (ch.ring && peer_ring.slots != 0) {
+      open_ring(ch, id, &remote.memory, peer_ring.slots, peer_ring.slot_bytes);
+    } else if (ch.ring) {
+      stop_ring(ch);
+      reclaim_ring(ch);
+    }
     ch.lane = add_lane(*ch.qp, id);
     (void)v_->tags.add(ch.qp->qp_num(), id);  // a fresh QP number: cannot clash
     last_rc_qpn_ = 0;
@@ -186,14 +210,21 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
   last_rc_qpn_ = 0;  // forget the remembered tag
   if (verbs::QueuePair* qp = ch.rc_qp()) {
     (void)v_->tags.remove(qp->qp_num());
+    Status s = Status::kOk;
     try {
       if (ch.cm)
         ch.cm->disconnect(config_.disconnect_timeout);  // the QP goes to ERROR; the peer is told
       else
         qp->to_error();  // posted sends flush; they are retired as errors
     } catch (const verbs::Error& e) {
-      return e.error_number() == ETIMEDOUT ? Status::kTimeout : Status::kDeviceError;
+      s = e.error_number() == ETIMEDOUT ? Status::kTimeout : Status::kDeviceError;
     }
+    // The QP has left RTS: the ring's key dies now, its memory once no slot is held (and rings
+    // a close from an upcall left behind go too).
+    stop_ring(ch);
+    for (auto& c : channels_)
+      if (c->ring && c->state != Channel::State::kOpen) reclaim_ring(*c);
+    return s;
   } else {
     (void)v_->tags.remove(ch.peer);
   }
@@ -219,8 +250,11 @@ verbs::QpConfig Endpoint::rc_qp_config() const {
   qc.send_cq = v_->cq;
   qc.srq = v_->srq;
   qc.max_send_wr = config_.send_queue_depth;
-  qc.max_send_sge = 2;  // a zero-copy send's head slot + payload
-  qc.max_inline_data = std::max(inline_threshold_, inline_post_limit_);
+  qc.max_send_sge = 3;  // a zero-copy send's head slot + payload; a ring write's head, payload, tail
+  // Ring writes go inline as the same payload's SEND would, with their head and tail.
+  const std::uint32_t ring_inline =
+      config_.ring_slots ? ring::wire_bytes(std::max(inline_threshold_, inline_post_limit_), true) : 0;
+  qc.max_inline_data = std::max({inline_threshold_, inline_post_limit_, ring_inline});
   return qc;
 }
 

@@ -3,6 +3,8 @@
 #include <endian.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 
 #include "endpoint_impl.h"
 
@@ -11,7 +13,7 @@ namespace unet::core {
 Status Endpoint::acquire_buffer(BufferId& out) noexcept { return buffers_.take_spare(out); }
 
 std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
-  if (!buffers_.valid(b)) return {};
+  if (!buffers_.valid(b)) return ring_slot(b);
   return {segment_.get() + std::size_t{b} * config_.buffer_bytes, config_.buffer_bytes};
 }
 
@@ -77,16 +79,24 @@ int Endpoint::poll() noexcept {
   // what the application does after its send (wait for the reply) is the completion poll below.
   int posted = send_queue_.empty() ? 0 : post_pending_sends();
   int reaped = reap();
+  // Ring channels: arrivals found in our rings; credits they owe; telling the peers we are awake
+  // once we poll again after arm() (endpoint_ring.cc).
+  const int rang = poll_rings();
+  if (credits_due_) [[unlikely]]
+    (void)send_ring_credits();
+  if (asleep_) [[unlikely]] {
+    if (++polls_since_arm_ > kAwakePolls) ring_wake();
+  }
   // Freed buffers go back in batches while arrivals come in: one post list per repost_batch_
   // buffers, not one per message. A poll that reaped nothing returns whatever waits: it is idle
   // time, so a ping-pong reposts while it waits for the reply instead of between an arrival and
   // its answer (on rxe a post list of four receives there cost 0.54 us per half round trip).
   // Never to a failed UD QP, which would only flush them.
   const std::uint32_t waiting = free_queue_.size();
-  const bool repost = waiting >= repost_batch_ || (waiting > 0 && reaped == 0);
+  const bool repost = waiting >= repost_batch_ || (waiting > 0 && reaped == 0 && rang == 0);
   int reposted = repost && !ud_failed() ? repost_free_buffers() : 0;
   if (posted < 0 || reaped < 0 || reposted < 0) return -1;
-  return recovered + reaped + posted + reposted;
+  return recovered + reaped + posted + reposted + rang;
 }
 
 int Endpoint::flush() noexcept { return send_queue_.empty() ? 0 : post_pending_sends(); }
@@ -149,19 +159,18 @@ UNET_ALWAYS_INLINE void Endpoint::build_wr(const Descriptor& d, Channel& ch,
   }
 }
 
-// A segment-buffer send small enough to be posted inline: the post copies it, so its buffer is
-// spare right after.
-static bool buffer_posted_inline(const Descriptor& d, std::uint32_t inline_post_limit) noexcept {
-  return !(d.flags & (Descriptor::kInline | Descriptor::kOp | Descriptor::kProbe)) &&
-         d.length <= inline_post_limit;
+// A segment-buffer send whose WR was posted inline (`copied`): the post copies it, so its buffer
+// is spare right after.
+static bool buffer_posted_inline(const Descriptor& d, bool copied) noexcept {
+  return !(d.flags & (Descriptor::kInline | Descriptor::kOp | Descriptor::kProbe)) && copied;
 }
 
 // What an in-flight entry holds for descriptor `d`: nothing when its payload is copied at post
-// (inside the descriptor, or a small buffer posted inline) or it has none (a probe).
-static std::uint32_t inflight_what(const Descriptor& d, std::uint32_t inline_post_limit) noexcept {
+// (inside the descriptor, or a buffer whose WR is inline) or it has none (a probe).
+static std::uint32_t inflight_what(const Descriptor& d, bool copied) noexcept {
   if (d.flags & Descriptor::kOp) return kOpBit | d.buffer;
   if (d.flags & (Descriptor::kInline | Descriptor::kProbe)) return kNoBuffer;
-  return d.length <= inline_post_limit ? kNoBuffer : d.buffer;
+  return copied ? kNoBuffer : d.buffer;
 }
 
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
@@ -177,7 +186,7 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
     // Reported, never posted: a closed channel's send, or (UD) one whose QP failed, until poll()
     // brings the QP back. It still holds its buffer.
     if (closed || lanes_[fc->lane]->failed) [[unlikely]] {
-      const std::uint32_t what = inflight_what(first, 0);
+      const std::uint32_t what = inflight_what(first, false);
       const ChannelId ch = closed ? first.channel : lanes_[fc->lane]->channel;
       send_queue_.pop();
       --pending;
@@ -197,9 +206,11 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
         if (!c || c->lane != lane_id || c->state != Channel::State::kOpen) break;
       }
       build_wr(d, *c, n);
+      if (c->ring && ring_route(d, *c->ring)) build_ring_wr(d, *c->ring, n, lane.next_seq);
       ibv_send_wr& w = v.swr[n];
-      const std::uint32_t what = inflight_what(d, inline_post_limit_);
-      inline_buffers += buffer_posted_inline(d, inline_post_limit_);
+      const bool copied = w.send_flags & IBV_SEND_INLINE;
+      const std::uint32_t what = inflight_what(d, copied);
+      inline_buffers += buffer_posted_inline(d, copied);
       const std::uint32_t seq = lane.track(what);
       holds = holds || what != kNoBuffer;
       // Selective signaling: every `interval`-th send (its completion retires every send before
@@ -227,7 +238,7 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
     // the rest of the lane): spare again either way.
     for (std::uint32_t i = 0; inline_buffers > 0 && i < n; ++i) {
       const Descriptor& d = send_queue_.at(i);
-      if (buffer_posted_inline(d, inline_post_limit_)) {
+      if (buffer_posted_inline(d, v.swr[i].send_flags & IBV_SEND_INLINE)) {
         (void)buffers_.send_done(d.buffer);
         --inline_buffers;
       }
@@ -301,8 +312,10 @@ void Endpoint::abort_lane(Lane& lane, Status status) noexcept {
   lane.failed = true;
   while (lane.in_flight() > 0) retire_one(lane, status);
   lane.unsignaled = 0;
-  if (lane.channel != kNoChannel && channels_[lane.channel]->state == Channel::State::kOpen)
+  if (lane.channel != kNoChannel && channels_[lane.channel]->state == Channel::State::kOpen) {
     channels_[lane.channel]->state = Channel::State::kFailed;
+    stop_ring(*channels_[lane.channel]);  // its arrivals are dropped, as a failed channel's are
+  }
 }
 
 int Endpoint::reap_completions() noexcept { return reap(); }
@@ -354,6 +367,7 @@ UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
     }
     if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
     if (ch == kNoChannel) ++stats_.unknown_tag_drops;
+    else if (RingChannel* r = channels_[ch]->ring.get()) ring_before_send(*r);
   }
   if (ch == kNoChannel) {  // dropped (unknown tag) or failed: straight back to the free queue
     (void)release(b);
@@ -378,7 +392,9 @@ void Endpoint::arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool 
   Descriptor up;
   describe_arrival(up, ch, b, len, imm, imm_value);
   ++stats_.upcalls;
+  in_upcall_ = true;
   upcall_(up);
+  in_upcall_ = false;
 }
 
 // Fills the receive descriptor of an arrival; a small one is copied inside it and its buffer
@@ -453,6 +469,165 @@ int Endpoint::repost_free_buffers() noexcept {
     done += static_cast<int>(n);
   }
   return done;
+}
+
+// --- ring channels (set-up and slow paths: endpoint_ring.cc) ---
+
+// Whether send-queue descriptor `d` of a ring channel goes into the peer's ring (else by SEND).
+// Every message is published first, then the peer's sleep flag read, with a full fence between:
+// a peer about to sleep writes the flag, then reads what we published (ring_sleep), so either it
+// sees this message counted or we see the flag and send by SEND, whose completion wakes it.
+UNET_ALWAYS_INLINE bool Endpoint::ring_route(const Descriptor& d, RingChannel& r) noexcept {
+  if (d.flags & (Descriptor::kOp | Descriptor::kProbe)) [[unlikely]] {
+    if (d.flags & Descriptor::kProbe) return false;
+    const OpKind kind = v_->ops[d.buffer].kind;
+    if (kind != OpKind::kSend) {  // not a message; after a WRITE the next message goes by SEND
+      r.after_write = r.after_write || kind == OpKind::kWrite;
+      return false;
+    }
+  }
+  store_word(r.control->published, ++r.published);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // A message the ring cannot post inline goes by SEND when a SEND would be inline: a payload
+  // inside the descriptor has no registration, and a small buffer is spare at the post.
+  // (inline_payload allows for the imm word.)
+  const bool copied = d.length <= r.inline_payload;
+  bool ring = !(d.flags & Descriptor::kOp) && !r.after_write && d.length <= ring::capacity(r.peer_slot_bytes) &&
+              (copied || (!d.is_inline() && d.length > inline_post_limit_)) &&
+              load_word(r.control->peer_asleep, std::memory_order_relaxed) == 0;
+  if (ring && r.tx.available() == 0) {  // the credit word may have news
+    if (!r.tx.update(load_word(r.control->credit))) ++stats_.ring_protocol_errors;
+    ring = r.tx.available() > 0;
+  }
+  if (!ring) {
+    ++r.fallbacks_sent;
+    r.after_write = false;  // a SEND completes after the WRITEs before it (IB ordering)
+    ++stats_.ring_fallbacks;
+  }
+  return ring;
+}
+
+// Turns WR n (built by build_wr as a SEND) into the RDMA WRITE of `d` into the peer's next
+// slot: head, payload and tail gathered from the lane's staging entry and the payload, in one
+// WRITE (inline when it fits). The head piggybacks what our own ring has freed.
+UNET_ALWAYS_INLINE void Endpoint::build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n,
+                                                std::uint32_t lane_seq) noexcept {
+  Verbs& v = *v_;
+  ibv_send_wr& w = v.swr[n];
+  ibv_sge* sge = v.ssge[n];
+  const std::uint32_t seq = r.tx.take();
+  ring::Head h;
+  h.seq = static_cast<std::uint16_t>(seq);
+  h.length = static_cast<std::uint16_t>(d.length);
+  h.imm = d.flags & Descriptor::kImm;
+  h.fallbacks = r.fallbacks_sent;
+  h.credit = static_cast<std::uint16_t>(r.rx.freed());
+  r.rx.reported();
+  // The staging entry: head, imm word, zeros, tail. The payload's padding comes from the zeros.
+  auto* e = reinterpret_cast<std::uint64_t*>(r.staging + std::size_t{lane_seq & r.staging_mask} * 32);
+  e[0] = ring::head_word(h);
+  e[1] = d.imm;
+  e[3] = e[0];
+  const std::uint32_t pad = ring::pad8(d.length) - d.length;
+  const std::uint32_t lkey = r.local_mr->lkey();
+  sge[1] = sge[0];  // the payload, where build_wr found it (sg_list is this WR's ssge row)
+  sge[0] = {reinterpret_cast<std::uint64_t>(e), ring::payload_offset(h.imm), lkey};
+  sge[2] = {reinterpret_cast<std::uint64_t>(e + 3) - pad, ring::kTailBytes + pad, lkey};
+  w.num_sge = 3;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.wr.rdma.remote_addr = r.peer_ring + std::uint64_t{seq & (r.tx.slots() - 1)} * r.peer_slot_bytes;
+  w.wr.rdma.rkey = r.peer_rkey;
+  w.send_flags = d.length <= r.inline_payload ? IBV_SEND_INLINE : 0;
+  ++stats_.ring_sent;
+}
+
+// Reads every polled ring's next head word: all of them in one pass of loads ORed together (an
+// idle ring's next slot is all zeros), then takes the arrivals of the rings that have one.
+UNET_ALWAYS_INLINE int Endpoint::poll_rings() noexcept {
+  const std::size_t n = heads_.size();
+  const std::uint64_t* const* h = heads_.data();
+  std::uint64_t any = 0;
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    any |= load_word(*h[i], std::memory_order_relaxed) | load_word(*h[i + 1], std::memory_order_relaxed) |
+           load_word(*h[i + 2], std::memory_order_relaxed) | load_word(*h[i + 3], std::memory_order_relaxed);
+  for (; i < n; ++i) any |= load_word(*h[i], std::memory_order_relaxed);
+  if (any == 0) [[likely]]
+    return 0;
+  int found = 0;
+  for (i = 0; i < heads_.size(); ++i)  // an upcall may close a channel and shrink the set
+    if (load_word(*heads_[i], std::memory_order_relaxed) != 0) found += take_ring(*polled_[i], kBatch);
+  return found;
+}
+
+// Takes the arrivals waiting in ring `r`, in order: a slot is taken once its head names the
+// sequence number expected next and its tail repeats the head (core/README.md, "Ring channels"),
+// and once every SEND of the channel sent before it was taken. A small payload is copied into the
+// descriptor and its slot freed at once; a larger one is the application's, in place, until
+// release(). When the receive queue is full the message waits in the ring: nothing is dropped.
+UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) noexcept {
+  std::uint32_t taken = 0;
+  while (taken < most) {
+    const std::uint32_t seq = r.rx.taken();
+    std::byte* const slot = r.slot(seq);
+    std::uint64_t w = 0;
+    const ring::Slot c = ring::read_slot(slot, r.slot_bytes, static_cast<std::uint16_t>(seq), w);
+    if (c != ring::Slot::kMessage) [[unlikely]] {
+      if (c != ring::Slot::kMalformed) break;  // empty, or not all there yet
+      ring_malformed(r);
+      continue;
+    }
+    if (ring::fallbacks_of(w) != r.fallbacks_taken) break;  // a SEND sent before it comes first
+    const std::uint32_t len = ring::length_of(w);
+    const bool imm = ring::imm_of(w);
+    Descriptor up;
+    Descriptor* d = &up;
+    if (!upcall_ && !(d = recv_queue_.reserve())) break;
+    if (!r.tx.update16(ring::credit_of(w))) [[unlikely]]
+      ++stats_.ring_protocol_errors;
+    const std::uint32_t i = r.rx.take() & (r.slots - 1);
+    ++r.arrived;
+    d->channel = r.channel;
+    d->length = len;
+    d->imm = imm ? static_cast<std::uint32_t>(ring::load_word(slot + ring::kHeadBytes, std::memory_order_relaxed)) : 0;
+    d->flags = imm ? Descriptor::kImm : 0;
+    if (len <= inline_threshold_) {
+      copy_small(d->data, slot + ring::payload_offset(imm), len);
+      d->flags |= Descriptor::kInline;
+      d->buffer = kNoBuffer;
+      std::memset(slot, 0, ring::wire_bytes(len, imm));
+      r.rx.free(i);
+      ++stats_.inline_received;
+    } else {
+      d->buffer = config_.buffers + r.index * config_.ring_slots + i;
+      r.held[i] = ring::wire_bytes(len, imm) | (imm ? RingChannel::kHeldImm : 0);
+      ++r.holding;
+    }
+    ++stats_.ring_received;
+    ++taken;
+    if (upcall_) {
+      ++stats_.upcalls;
+      in_upcall_ = true;
+      upcall_(up);
+      in_upcall_ = false;
+      if (r.polled == UINT32_MAX) return static_cast<int>(taken);  // the upcall closed the channel
+    } else {
+      recv_queue_.commit();
+      ++stats_.received;
+    }
+  }
+  heads_[r.polled] = &r.head(r.rx.taken());
+  if (r.rx.report_due()) credits_due_ = true;
+  return static_cast<int>(taken);
+}
+
+// A SEND arrived on ring channel `r`: the ring messages sent before it are taken first, all of
+// them (an arrival's completion means the WRITEs before it on the QP are in place: IB ordering;
+// the ones after it wait for it), then it.
+UNET_ALWAYS_INLINE void Endpoint::ring_before_send(RingChannel& r) noexcept {
+  if (r.polled != UINT32_MAX) (void)take_ring(r, UINT32_MAX);
+  ++r.fallbacks_taken;
+  ++r.arrived;
 }
 
 }  // namespace unet::core

@@ -6,6 +6,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "ring_channel.h"
 #include "unet/core/always_inline.h"
 #include "unet/core/channel_table.h"
 #include "unet/core/endpoint.h"
@@ -26,6 +27,10 @@ namespace unet::core {
 inline constexpr std::uint32_t kGrhSlot = 64;
 // Work done per poll() step at most: completions reaped, WRs in one post list.
 inline constexpr std::uint32_t kBatch = 32;
+// A poll() that comes this many polls after arm() with no arm() between tells the ring peers we
+// are awake (endpoint_ring.cc): a loop that sleeps calls arm() far more often, a busy one soon
+// passes it.
+inline constexpr std::uint32_t kAwakePolls = 64;
 
 // wr_id of a send: bit 63 set, the lane in bits 32..62, the send's sequence number on its lane in
 // bits 0..31. A QP completes its sends in order, so a signaled completion retires every in-flight
@@ -92,7 +97,8 @@ struct Endpoint::Verbs {
   explicit Verbs(std::uint32_t max_channels) : tags(max_channels) {}
   // Post lists, built in place: no allocation on the data path.
   ibv_send_wr swr[kBatch];
-  ibv_sge ssge[kBatch][2];  // a send's head slot and payload, or its one buffer
+  ibv_sge ssge[kBatch][3];  // a send's head slot and payload, or its one buffer; a ring
+                            // write's head, payload and tail
   ibv_recv_wr rwr[kBatch];
   ibv_sge rsge[kBatch][2];
   verbs::WorkCompletion wc[kBatch];
@@ -105,6 +111,7 @@ struct Endpoint::Channel {
   std::unique_ptr<verbs::QueuePair> qp;     // RC, set up out of band
   std::unique_ptr<verbs::CmConnection> cm;  // RC, set up through rdma_cm (owns its QP)
   std::unique_ptr<verbs::AddressHandle> ah;  // UD
+  std::unique_ptr<RingChannel> ring;         // RC ring channel (endpoint_ring.cc)
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
   UdTag peer;

@@ -22,6 +22,7 @@ Status Endpoint::drain_events() noexcept {
 
 Status Endpoint::arm() noexcept {
   if (Status s = drain_events(); s != Status::kOk) return s;
+  if (!polled_.empty()) ring_sleep();  // ring peers: send by SEND while we sleep
   return v_->cq->request_notify();
 }
 
@@ -46,6 +47,7 @@ Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
     if (ready > 0) {
       if (Status s = drain_events(); s != Status::kOk) return s;
     }
+    polls_since_arm_ = 0;  // still asleep: the ring peers stay told until wait() returns
   }
 }
 

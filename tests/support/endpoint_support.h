@@ -44,8 +44,9 @@ inline core::EndpointConfig uam_config(core::Transport t) {
 }
 
 // Opens a channel between two endpoints of this process (the out-of-band halves swapped directly).
-inline std::pair<core::ChannelId, core::ChannelId> connect_endpoints(core::Endpoint& a, core::Endpoint& b) {
-  core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
+inline std::pair<core::ChannelId, core::ChannelId> connect_endpoints(core::Endpoint& a, core::Endpoint& b,
+                                                                     const core::ChannelOptions& options = {}) {
+  core::ChannelOffer oa = a.offer_channel(options), ob = b.offer_channel(options);
   return {a.accept_offer(oa, ob.local), b.accept_offer(ob, oa.local)};
 }
 

@@ -35,8 +35,8 @@ Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config)
   per_channel_budget_ = 2 * w + (w + 1) / 2 + 2;
   peers_.resize(net.max_channels);
   open_.reserve(net.max_channels);
-  kept_.assign(net.buffers, core::kNoChannel);
-  kept_refs_.assign(net.buffers, 0);
+  kept_.assign(net_->buffer_id_limit(), core::kNoChannel);  // segment buffers and ring slots
+  kept_refs_.assign(net_->buffer_id_limit(), 0);
   bundled_.reserve(net.max_channels);
   gets_.resize(net.max_operations);
   free_gets_ = std::make_unique<core::DescriptorRing<std::uint32_t>>(net.max_operations);
@@ -66,9 +66,9 @@ ChannelId Endpoint::adopt(ChannelId ch) {
   return ch;
 }
 
-core::ChannelOffer Endpoint::offer_channel() {
+core::ChannelOffer Endpoint::offer_channel(const core::ChannelOptions& options) {
   check_budget(open_.size(), per_channel_budget_, *net_);
-  return net_->offer_channel();
+  return net_->offer_channel(options);
 }
 
 ChannelId Endpoint::accept_offer(const core::ChannelOffer& offer, std::string_view peer_half) {

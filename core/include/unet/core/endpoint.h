@@ -53,6 +53,9 @@ struct QpConfig;
 
 namespace unet::core {
 
+struct RingChannel;
+struct ControlOp;
+
 // RC: reliable, one QP per channel. UD: unreliable datagrams, one QP for every channel.
 enum class Transport : std::uint8_t { kRc, kUd };
 // Base-level: messages go through the segment. Direct-access: also RDMA WRITE/READ and zero-copy
@@ -89,6 +92,14 @@ struct EndpointConfig {
   std::uint8_t rnr_retry = 7;
   // rdma_cm channels: how long close_channel() waits for the disconnect to complete.
   std::chrono::milliseconds disconnect_timeout{2000};
+  // RC ring channels (core/README.md, "Ring channels"): a channel set up out of band grants its
+  // peer a ring of ring_slots slots of ring_slot_bytes in our memory; messages that fit a slot
+  // (ring_slot_bytes - 24 bytes) arrive by RDMA WRITE and poll() finds them there, with no
+  // receive buffer or completion. ring_slots 0: no rings. At most max_rings channels have one
+  // (poll() reads each ring; later channels are plain).
+  std::uint32_t ring_slots = 64;         // a power of two, 2..16384
+  std::uint32_t ring_slot_bytes = 1024;  // a multiple of 8, 32..32768
+  std::uint32_t max_rings = 64;
   // Direct-access mode:
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
   std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight
@@ -122,10 +133,26 @@ struct EndpointStats {
   std::uint64_t completion_drops = 0;   // completions lost because the completion queue was full
   std::uint64_t qp_recoveries = 0;      // UD: the QP reset and back in RTS after it failed
   std::uint64_t probes = 0;             // RC liveness probes queued (probe())
+  // Ring channels:
+  std::uint64_t ring_sent = 0;          // messages written into a peer's ring (of `sent`)
+  std::uint64_t ring_received = 0;      // arrivals found in our rings (of `received` + `upcalls`)
+  std::uint64_t ring_fallbacks = 0;     // ring-channel messages sent by SEND (too large for a
+                                        // slot, no credit, the peer asleep, after an RDMA WRITE)
+  std::uint64_t ring_credit_writes = 0; // freed-slot totals written to a peer's credit word
+  std::uint64_t ring_sleeps = 0;        // arm(): looks at a ring peer's published count (READs)
+  std::uint64_t ring_protocol_errors = 0;  // malformed ring heads, impossible credits: dropped
+};
+
+// How to set up one channel (offer_channel).
+struct ChannelOptions {
+  // RC, out of band: grant the peer a ring (EndpointConfig::ring_slots). The channel is a ring
+  // channel when both offers carry one; otherwise both ends use SEND/RECV only.
+  bool ring = true;
 };
 
 // One side's half of a channel set-up, exchanged out of band (text, one line).
 struct ChannelOffer {
+  static constexpr std::size_t kMaxLine = 256;  // the longest `local`, newline included
   std::string local;  // send this to the peer
   std::uint32_t slot = 0;
 };
@@ -151,8 +178,9 @@ class Endpoint {
   std::uint32_t max_message() const noexcept { return max_message_; }
 
   // --- channels (set-up: may throw verbs::Error) ---
-  // Starts a channel: RC makes its QP; UD has one QP for all. Returns our half to send the peer.
-  ChannelOffer offer_channel();
+  // Starts a channel: RC makes its QP (and, by default, our ring); UD has one QP for all.
+  // Returns our half to send the peer: one line of at most ChannelOffer::kMaxLine bytes.
+  ChannelOffer offer_channel(const ChannelOptions& options = {});
   // Completes the channel from `offer` and the peer's half; returns its id (the tag).
   ChannelId accept_offer(const ChannelOffer& offer, std::string_view peer_half);
   // RC channels through rdma_cm instead of an out-of-band exchange: listen on an IP address of the
@@ -172,11 +200,14 @@ class Endpoint {
   int service_channels() noexcept;
   // kOk for an open channel, kClosed for a closed or failed one, kNotFound for no such channel.
   Status channel_status(ChannelId ch) const noexcept;
+  // Whether `ch` is a ring channel (both ends granted a ring).
+  bool ring_channel(ChannelId ch) const noexcept;
 
   // --- data path (never throws, never allocates) ---
   // Takes a spare buffer to compose a message in (base-level). kNoResource when none is spare.
   Status acquire_buffer(BufferId& out) noexcept;
-  // The bytes of buffer `b` (buffer_bytes long); empty for an invalid id.
+  // The bytes of buffer `b` (buffer_bytes long; a ring slot's payload room for a ring arrival
+  // read in place); empty for an invalid id.
   std::span<std::byte> buffer(BufferId b) noexcept;
   // Pushes a descriptor: `length` bytes of buffer `b`, which the application owns, onto the send
   // queue; the endpoint owns `b` until the send completes.
@@ -211,6 +242,7 @@ class Endpoint {
   // free_queue_depth buffers (one acquired and given back unsent), to the spare buffers.
   // Refused (kInvalidState) unless the application owns it.
   Status release(BufferId b) noexcept {
+    if (b >= config_.buffers) return release_ring_slot(b);  // a ring arrival read in place
     // The free queue holds at most free_queue_depth buffers: the device's receive queue has room
     // for that many, and the CQ is sized for that many arrivals. A buffer beyond them (acquired
     // and given back unsent) becomes spare instead.
@@ -261,6 +293,13 @@ class Endpoint {
   // nothing (so up to one fewer may be unposted at any time).
   std::uint32_t repost_batch() const noexcept { return repost_batch_; }
   std::size_t segment_bytes() const noexcept { return segment_bytes_; }  // pinned by the segment
+  // Rings allocated: of channels offered or open with one, and of closed ones whose slots the
+  // application still holds (their memory goes with the last release()).
+  std::uint32_t rings() const noexcept {
+    return ring_id_slots_ ? config_.max_rings - static_cast<std::uint32_t>(free_ring_ids_.size()) : 0;
+  }
+  // Arrivals name buffers below this id: segment buffers, then (ring channels) ring slots.
+  BufferId buffer_id_limit() const noexcept { return config_.buffers + ring_id_slots_; }
   std::uint32_t queue_pairs() const noexcept { return static_cast<std::uint32_t>(lanes_.size()); }
 
   // --- notification ---
@@ -315,6 +354,25 @@ class Endpoint {
   void abort_lane(Lane& lane, Status status) noexcept;
   int recover_ud_qp() noexcept;
   bool ud_failed() const noexcept;
+  // Ring channels: set-up and slow paths in endpoint_ring.cc, data-path steps in
+  // endpoint_data.cc (inlined into poll() and post_pending_sends()).
+  void make_ring(Channel& ch, std::string& offer_line);
+  void open_ring(Channel& ch, ChannelId id, const void* peer_memory, std::uint32_t peer_slots,
+                 std::uint32_t peer_slot_bytes);
+  void stop_ring(Channel& ch) noexcept;
+  void reclaim_ring(Channel& ch) noexcept;
+  Status release_ring_slot(BufferId b) noexcept;
+  std::span<std::byte> ring_slot(BufferId b) noexcept;
+  inline bool ring_route(const Descriptor& d, RingChannel& r) noexcept;
+  inline void build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n, std::uint32_t lane_seq) noexcept;
+  inline int poll_rings() noexcept;
+  inline int take_ring(RingChannel& r, std::uint32_t most) noexcept;
+  inline void ring_before_send(RingChannel& r) noexcept;
+  void ring_malformed(RingChannel& r) noexcept;
+  int send_ring_credits() noexcept;
+  Status post_control(Channel& ch, const ControlOp& op) noexcept;
+  void ring_sleep() noexcept;
+  void ring_wake() noexcept;
 
   EndpointConfig config_;
   EndpointStats stats_;
@@ -341,6 +399,17 @@ class Endpoint {
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<std::unique_ptr<Lane>> lanes_;  // one per QP: in-flight sends, signaling state
   Upcall upcall_;
+  bool in_upcall_ = false;  // an upcall runs: ring memory is not freed under it
+  // Ring channels: rings by index (ring buffer ids derive from it), the free indices, the rings
+  // poll() reads and, for each, the head word of the slot it expects next.
+  std::uint32_t ring_id_slots_ = 0;  // max_rings * ring_slots: ids past the segment's buffers
+  std::vector<RingChannel*> rings_;
+  std::vector<std::uint32_t> free_ring_ids_;
+  std::vector<RingChannel*> polled_;
+  std::vector<const std::uint64_t*> heads_;
+  bool credits_due_ = false;          // a ring owes its writer a credit update
+  bool asleep_ = false;               // arm() told the ring peers we sleep
+  std::uint32_t polls_since_arm_ = 0;
 };
 
 }  // namespace unet::core

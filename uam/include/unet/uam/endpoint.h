@@ -126,7 +126,7 @@ class Endpoint {
   // --- channels: core's set-up calls, plus the active-message state (throw on failure) ---
   // Opening a channel throws when the receive-buffer budget is exceeded: open channels *
   // (2W + ceil(W/2) + 2) + the repost batch must fit in core's free_queue_depth.
-  core::ChannelOffer offer_channel();
+  core::ChannelOffer offer_channel(const core::ChannelOptions& options = {});
   ChannelId accept_offer(const core::ChannelOffer& offer, std::string_view peer_half);
   std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
   ChannelId accept_cm(std::chrono::milliseconds timeout);

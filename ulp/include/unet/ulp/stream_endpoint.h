@@ -150,7 +150,7 @@ class StreamEndpoint {
   std::uint32_t mss() const noexcept { return mss_; }
 
   // Peers: the endpoint's channels, set up like core's (throw on failure).
-  core::ChannelOffer offer_peer() { return net_->offer_channel(); }
+  core::ChannelOffer offer_peer(const core::ChannelOptions& options = {}) { return net_->offer_channel(options); }
   ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
     return net_->accept_offer(offer, peer_half);
   }
