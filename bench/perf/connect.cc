@@ -84,7 +84,7 @@ core::ChannelId connect_any(Ep& ep, const PerfConfig& c, Session& s) {
     s.send_line("cm-ready");
     return ep.accept_cm(c.timeout);
   }
-  core::ChannelOffer offer = ep.offer_channel();
+  core::ChannelOffer offer = ep.offer_channel({.ring = c.ring});
   std::string mine = offer.local;
   if (!mine.empty() && mine.back() == '\n') mine.pop_back();
   if (s.client()) {

@@ -80,6 +80,9 @@ DEFINE_int32(window, 8, "am_*: uam's credit window, requests outstanding per cha
 DEFINE_bool(coalesce, true,
             "am_*: uam coalesces the messages a channel queues between two polls into one packet "
             "(--nocoalesce: one packet per message)");
+DEFINE_bool(ring, true,
+            "RC channels set up out of band are ring channels: messages that fit a slot arrive by "
+            "RDMA WRITE into the peer's memory, found by polling (--noring: SEND/RECV only)");
 DEFINE_bool(
     limits, false,
     "print the largest -s of --test on -c for this device ('max_size N') and exit; no peer");
@@ -120,6 +123,7 @@ RawFlags raw_flags(int argc, char** argv) {
   if (!is_default("m")) f.mtu = FLAGS_m;
   if (!is_default("window")) f.window = FLAGS_window;
   if (!is_default("coalesce")) f.coalesce = FLAGS_coalesce;
+  if (!is_default("ring")) f.ring = FLAGS_ring;
   f.limits = FLAGS_limits;
   for (int k = 1; k < argc; ++k) f.hosts.emplace_back(argv[k]);
   return f;

@@ -45,6 +45,7 @@ Settings settings_of(const PerfConfig& c) {
       {"cm", c.rdma_cm ? "1" : "0"},
       {"window", std::to_string(c.window)},
       {"coalesce", c.coalesce ? "1" : "0"},
+      {"ring", c.ring ? "1" : "0"},
   };
 }
 
@@ -60,6 +61,7 @@ std::string_view flag_of(std::string_view key) noexcept {
   if (key == "cm") return "-R";
   if (key == "window") return "--window";
   if (key == "coalesce") return "--coalesce";
+  if (key == "ring") return "--ring";
   return "?";
 }
 
@@ -215,6 +217,13 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     if (!c.is_am()) return "--coalesce applies to the am_* tests only (uam's message coalescing)";
     c.coalesce = *f.coalesce;
   }
+  // Ring channels are RC channels set up out of band: on by default there, off elsewhere.
+  c.ring = c.transport == core::Transport::kRc && !c.rdma_cm;
+  if (f.ring) {
+    if (*f.ring && c.transport != core::Transport::kRc) return "--ring needs -c RC (ring channels are RC)";
+    if (*f.ring && c.rdma_cm) return "--ring: rdma_cm channels (-R) have no ring; drop -R or --ring";
+    c.ring = *f.ring;
+  }
   c.limits = f.limits;
 
   if (f.timeout_ms < 1 || f.timeout_ms > 3600000)
@@ -235,6 +244,8 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     if (c.rdma_cm && c.oob == OobKind::kRcPingpong)
       return "--oob rc_pingpong uses ibv_rc_pingpong's TCP exchange; drop -R";
     if (!f.warmup) c.warmup = 0;
+    if (f.ring && *f.ring) return tool + ": the tool sends and receives by SEND/RECV; drop --ring";
+    c.ring = false;
     if (f.mtu) {
       const std::int64_t m = *f.mtu;
       if (m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096)

@@ -86,7 +86,8 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
                   (c.mode == core::Mode::kDirectAccess ? " direct-access" : " base-level") + ", " +
                   std::string(what_is_measured(c.test)) + "\n";
   b += "# device " + info.device + ", channel set up " +
-       (c.rdma_cm ? "through rdma_cm" : "out of band over TCP") + ", " +
+       (c.rdma_cm ? "through rdma_cm" : "out of band over TCP") +
+       (c.ring ? ", a ring channel (messages that fit a slot by RDMA WRITE)" : "") + ", " +
        (c.events ? "waiting on completion events" : "polling") +
        (c.mode == core::Mode::kDirectAccess
             ? std::string(", one-sided operations (no inline data)")
@@ -163,6 +164,7 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
   else
     w.null();
   w.key("rdma_cm").value(c.rdma_cm);
+  w.key("ring").value(c.ring);
   w.key("events").value(c.events);
   w.key("batch").value(c.batch);
   w.key("timeout_ms").value(static_cast<std::int64_t>(c.timeout.count()));
