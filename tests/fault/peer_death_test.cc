@@ -143,6 +143,69 @@ TEST(PeerDeath, CoreRcOutstandingWritesFailInBoundAndAHealthyPairKeepsWorking) {
   EXPECT_EQ(survivor.close_channel(ch), Status::kOk);
 }
 
+// A ring channel (the core peer's channel is one): messages written into the peer's ring until it
+// is killed. The writes after the kill find no QP: the channel fails within the RC bound, the
+// failed sends are reported, later ones refused at once, and the ring goes with the close.
+TEST(PeerDeath, CoreRingMessagesFailInBoundAndTheRingIsReclaimed) {
+  UNET_REQUIRE_DEVICE();
+  Peer peer("core");
+  const core::EndpointConfig cfg = endpoint_config(core::Transport::kRc);
+  core::Endpoint survivor(cfg);
+  const ChannelId ch = peer.join([&] { return survivor.offer_channel(); },
+                                 [&](const core::ChannelOffer& o, const std::string& t) {
+                                   return survivor.accept_offer(o, t);
+                                 });
+  (void)peer.line("token");
+  peer.ready();
+  ASSERT_TRUE(survivor.ring_channel(ch));
+  HealthyCorePair healthy;
+  std::uint64_t n = 0;
+  auto send = [&] {
+    for (int k = 0; k < 8; ++k) {
+      std::byte m[32];
+      std::memcpy(m, &n, sizeof n);
+      if (survivor.send_inline(ch, m) != Status::kOk) return;
+      ++n;
+    }
+  };
+  const auto start = Clock::now();
+  while (survivor.stats().ring_sent < 5000 && Clock::now() - start < 60s) {
+    send();
+    ASSERT_GE(survivor.poll(), 0);
+    ASSERT_TRUE(healthy.step());
+  }
+  ASSERT_GE(survivor.stats().ring_sent, 5000u) << "no ring traffic before the kill";
+  const std::uint64_t healthy_before = healthy.delivered;
+  const auto killed = Clock::now();
+  peer.kill();
+  while (survivor.channel_status(ch) == Status::kOk && Clock::now() - killed < 30s) {
+    send();
+    ASSERT_GE(survivor.poll(), 0);
+    ASSERT_TRUE(healthy.step());
+  }
+  const double took = ms_since(killed);
+  for (int i = 0; i < 100; ++i) ASSERT_GE(survivor.poll(), 0);  // what was queued is reported
+  std::printf("core ring: %llu messages, %llu by ring; the channel failed %.0f ms after the kill (bound %lld ms), "
+              "%llu sends reported failed\n",
+              static_cast<unsigned long long>(n), static_cast<unsigned long long>(survivor.stats().ring_sent), took,
+              static_cast<long long>(rc_bound(cfg).count()),
+              static_cast<unsigned long long>(survivor.stats().send_errors));
+  EXPECT_NE(survivor.channel_status(ch), Status::kOk);
+  EXPECT_LE(took, static_cast<double>(rc_bound(cfg).count()));
+  EXPECT_GT(survivor.stats().send_errors, 0u);
+  core::OpCompletion c;
+  ASSERT_EQ(survivor.completion(c), Status::kOk) << "a failed send is reported on the completion queue";
+  EXPECT_EQ(c.channel, ch);
+  EXPECT_NE(c.status, Status::kOk);
+  std::byte m[8] = {};
+  EXPECT_EQ(survivor.send_inline(ch, m), Status::kClosed);
+  EXPECT_EQ(survivor.rings(), 1u) << "a failed channel keeps its ring until it is closed";
+  EXPECT_EQ(survivor.close_channel(ch), Status::kOk);
+  EXPECT_EQ(survivor.rings(), 0u);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(healthy.step());
+  EXPECT_GT(healthy.delivered, healthy_before);
+}
+
 // uam: requests outstanding to the killed peer all complete with an error; a healthy uam pair of
 // the same transport keeps answering.
 void uam_peer_death(core::Transport t, const char* mode) {
