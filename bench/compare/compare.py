@@ -2,7 +2,9 @@
 """bench/compare: unet beside the tools users trust, in one run on one device.
 
 Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat, ib_read_lat,
-ib_send_bw, ib_write_bw for the endpoint tests, ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
+ib_send_bw, ib_write_bw for the endpoint tests (RC channels are ring channels, unet_perf's default:
+ep_lat also beside ib_write_lat, the raw WRITE ping-pong that bounds them, and ep_lat, ep_bw,
+am_lat RC and stream_lat RC again with --noring, SEND/RECV only), ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
 for the active-message tests on unet RC and UD (and uam over UD beside ib_send_lat/ib_send_bw -c UD,
 what the device's UD path costs by itself); for the user-level protocols (ulp, on UD) rsockets'
 rstream (stream_lat 64 B and stream_bw 64 KiB, copied and zero-copy) and the kernel's TCP and UDP over the VM's veth
@@ -356,13 +358,20 @@ def cases(a, limits):
     in --tests. `limits` maps a transport to uam's largest payload there (am sizes are clipped to
     it, and a clipped size that repeats one already there is dropped)."""
     out = []
+    # RC channels are ring channels by default (unet_perf --ring): small messages by RDMA WRITE into
+    # the peer's ring. Their bound on the device is a raw WRITE ping-pong that polls memory
+    # (ib_write_lat) at the same size; --noring rows are the SEND/RECV channels beside them.
     for s in a.lat_sizes:
         out.append((f"ep_lat {s} B", LAT, s, "ep_lat", (), "ib_send_lat", "t_typical us", "RC"))
+        out.append((f"ep_lat {s} B vs WRITE", LAT, s, "ep_lat", (), "ib_write_lat", "t_typical us", "RC"))
+        out.append((f"ep_lat {s} B --noring", LAT, s, "ep_lat", ("--noring",), "ib_send_lat", "t_typical us", "RC"))
     out.append(("da_write_lat 8 B", LAT, 8, "da_write_lat", (), "ib_write_lat", "t_typical us", "RC"))
     out.append(("da_read_lat 8 B", LAT, 8, "da_read_lat", (), "ib_read_lat", "t_typical us", "RC"))
     batch = ("--batch", str(EP_BW_BATCH))
     for s in a.bw_sizes:
         out.append((f"ep_bw {s} B --batch {EP_BW_BATCH}", BW, s, "ep_bw", batch, "ib_send_bw", bw_metric(s), "RC"))
+        out.append((f"ep_bw {s} B --batch {EP_BW_BATCH} --noring", BW, s, "ep_bw", batch + ("--noring",),
+                    "ib_send_bw", bw_metric(s), "RC"))
     big = max(a.bw_sizes)
     out.append((f"da_write_bw {big} B", BW, big, "da_write_bw", (), "ib_write_bw", "BW average MB/s", "RC"))
     # Active messages, unet RC and UD each against ucx_perftest over rc_verbs: am_lat at 8 B and
@@ -373,6 +382,11 @@ def cases(a, limits):
         for s in sorted({min(s, limits[transport]) for s in [8, *a.lat_sizes]}):
             out.append((f"am_lat {transport} {s} B", LAT, s, "am_lat", c, "ucx_perftest am_lat", "t_typical us",
                         transport))
+            if transport == "RC" and s == 8:  # the raw SEND ping-pong, and uam on SEND/RECV channels
+                out.append((f"am_lat RC {s} B vs raw SEND", LAT, s, "am_lat", c, "ib_send_lat", "t_typical us",
+                            "RC"))
+                out.append((f"am_lat RC {s} B --noring", LAT, s, "am_lat", c + ("--noring",),
+                            "ucx_perftest am_lat", "t_typical us", "RC"))
         for s in sorted({min(s, limits[transport]) for s in a.bw_sizes}):
             out.append((f"am_bw {transport} {s} B --batch {EP_BW_BATCH}", BW, s, "am_bw", c + batch + window,
                         "ucx_perftest am_bw", bw_metric(s), transport))
@@ -404,6 +418,9 @@ def cases(a, limits):
             for peer in ("rstream lat", "sockperf TCP"):
                 out.append((f"stream_lat {ULP_LAT_SIZE} B{tag} vs {peer.split()[0]}", LAT, ULP_LAT_SIZE,
                             "stream_lat", ("-c", transport), peer, "t_typical us", transport))
+            if transport == "RC":
+                out.append((f"stream_lat {ULP_LAT_SIZE} B RC --noring vs rstream", LAT, ULP_LAT_SIZE, "stream_lat",
+                            ("-c", "RC", "--noring"), "rstream lat", "t_typical us", "RC"))
     if "stream_bw" in a.tests:
         for transport in ("UD", "RC"):
             tag = "" if transport == "UD" else " RC"
@@ -481,29 +498,34 @@ def main():
           f"bandwidth {a.bw_iters} iterations; tests {','.join(a.tests)}"
           + (f"; uam payload limit RC {limits['RC']} B, UD {limits['UD']} B" if am else ""), flush=True)
     for rnd in range(a.rounds):
-        # A peer run that several cases share (the same tool, size and iterations: ucx_perftest
-        # beside unet's RC and UD, rstream beside the four stream_bw cases) runs once per round.
-        peer_runs = {}
+        # A run that several cases share runs once per round: a peer's (the same tool, size and
+        # iterations: ucx_perftest beside unet's RC and UD, rstream beside the four stream_bw
+        # cases) and unet's (the same test, size, iterations and flags: ep_lat beside ib_send_lat
+        # and ib_write_lat).
+        peer_runs, unet_runs = {}, {}
         for name, kind, size, test, unet_flags, tool, _, _ in plan:
             iters = a.lat_iters if kind == LAT else a.bw_iters
             first_unet = rnd % 2 == 1  # alternate who goes first
             order = ["unet", "peer"] if first_unet else ["peer", "unet"]
-            key = (tool, kind, size, iters)
-            shared = key in peer_runs
-            got = {"peer": peer_runs[key]} if shared else {}
+            key, unet_key = (tool, kind, size, iters), (test, kind, size, iters, unet_flags)
+            got = {}
+            if key in peer_runs:
+                got["peer"] = peer_runs[key]
+            if unet_key in unet_runs:
+                got["unet"] = unet_runs[unet_key]
+            shared = " (shared: " + ", ".join(sorted(got)) + ")" if got else ""
             for who in (w for w in order if w not in got):
                 got[who] = measure(lambda: r.unet(test, size, iters, unet_flags) if who == "unet"
                                    else r.peer(tool, kind, size, iters), kind, size,
                                    "" if who == "unet" else tool)
-            peer_runs[key] = got["peer"]
+            peer_runs[key], unet_runs[unet_key] = got["peer"], got["unet"]
             x = results[name]
             x["unet"].append(got["unet"]["value"])
             x["peer_values"].append(got["peer"]["value"])
             x["unet_runs"].append(got["unet"])
             x["peer_runs"].append(got["peer"])
             print(f"round {rnd + 1}: {name:<30} unet {x['unet'][-1]:<10g} {tool} {x['peer_values'][-1]:<10g} "
-                  f"ratio {x['unet'][-1] / x['peer_values'][-1]:.3f}{' (peer run shared)' if shared else ''}",
-                  flush=True)
+                  f"ratio {x['unet'][-1] / x['peer_values'][-1]:.3f}{shared}", flush=True)
         if not a.no_context:
             run_context(a, r, context)
     summary = summarize(results)
@@ -573,12 +595,12 @@ def plot(a, results, context):
 
     def series(kind, test, transport, field):
         """(size, unet median, peer median, peer name) of `field` for every case of `test` on
-        `transport` (unet's default settings: not the --nocoalesce cases)."""
+        `transport` (unet's default settings: not the --nocoalesce or --noring cases)."""
         return sorted((x["size"], statistics.median(r[field] for r in x["unet_runs"]),
                        statistics.median(r[field] for r in x["peer_runs"]), x["peer"])
                       for name, x in results.items()
                       if x["kind"] == kind and x["unet_test"] == test and x["transport"] == transport
-                      and "--nocoalesce" not in name)
+                      and "--nocoalesce" not in name and "--noring" not in name)
 
     for kind, fname, ylabel, field, tests in (
             (LAT, "latency.png", "half round trip [us]", "latency_us",

@@ -336,7 +336,9 @@ SizeResult run_am_size(const PerfConfig& c, Session& s, std::uint32_t size,
   }
   AmRound round{c, s, *am, connect_channel(*am, c, s), size, clock, {}};
   // The handlers hold references into the test's frame: nothing polls `am` after it returns.
-  return c.test == TestKind::kAmLat ? run_am_lat(round) : run_am_bw(round);
+  SizeResult done = c.test == TestKind::kAmLat ? run_am_lat(round) : run_am_bw(round);
+  done.endpoint = am->net().stats();
+  return done;
 }
 
 }  // namespace unet::perf

@@ -210,7 +210,9 @@ SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
     round.local = {local.get(), 3 * std::size_t{size}};
     round.window = {window.get(), 3 * std::size_t{size}};
   }
-  return run_test(round);
+  SizeResult done = run_test(round);
+  done.endpoint = ep->stats();
+  return done;
 }
 
 // --oob rc_pingpong / ib_send_lat: one size of ep_lat against an unmodified tool, which speaks its

@@ -209,6 +209,19 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
     if (r.retransmitted_segments)
       w.key("retransmitted_segments").value(*r.retransmitted_segments);
     if (r.retransmit_timeouts) w.key("retransmit_timeouts").value(*r.retransmit_timeouts);
+    if (r.endpoint) {
+      const core::EndpointStats& e = *r.endpoint;
+      w.key("endpoint").begin_object();
+      w.key("sent").value(e.sent);
+      w.key("received").value(e.received + e.upcalls);
+      w.key("doorbells").value(e.doorbells);
+      w.key("ring_sent").value(e.ring_sent);
+      w.key("ring_fallbacks").value(e.ring_fallbacks);
+      w.key("ring_received").value(e.ring_received);
+      w.key("ring_credit_writes").value(e.ring_credit_writes);
+      w.key("ring_sleeps").value(e.ring_sleeps);
+      w.end_object();
+    }
     w.end_object();
   }
   w.end_array();

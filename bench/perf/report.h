@@ -62,6 +62,9 @@ struct SizeResult {
   // the stream repaired on the unreliable UD path during the size).
   std::optional<std::uint64_t> retransmitted_segments;
   std::optional<std::uint64_t> retransmit_timeouts;
+  // This side's core endpoint counters after the size ran (warm-up included): how many messages
+  // went by ring or SEND, credit writes, doorbells.
+  std::optional<core::EndpointStats> endpoint;
 };
 
 // What only the device tells: for the banner and the report.

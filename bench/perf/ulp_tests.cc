@@ -556,8 +556,10 @@ SizeResult run_ulp_size(const PerfConfig& c, Session& s, std::uint32_t size,
   }
   core::Endpoint& net = dgram ? dgram->net() : stream->net();
   const core::ChannelId peer = connect_channel(net, c, s);
-  return dgram ? run_dgram_lat(c, s, *dgram, peer, size, clock)
-               : stream_size(c, s, *stream, peer, size, clock);
+  SizeResult done = dgram ? run_dgram_lat(c, s, *dgram, peer, size, clock)
+                          : stream_size(c, s, *stream, peer, size, clock);
+  done.endpoint = net.stats();
+  return done;
 }
 
 }  // namespace unet::perf

@@ -205,8 +205,10 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
         c = d.channel < channels_.size() ? channels_[d.channel].get() : nullptr;
         if (!c || c->lane != lane_id || c->state != Channel::State::kOpen) break;
       }
-      build_wr(d, *c, n);
-      if (c->ring && ring_route(d, *c->ring)) build_ring_wr(d, *c->ring, n, lane.next_seq);
+      if (c->ring && ring_route(d, *c->ring))
+        build_ring_wr(d, *c->ring, n, lane.next_seq);
+      else
+        build_wr(d, *c, n);
       ibv_send_wr& w = v.swr[n];
       const bool copied = w.send_flags & IBV_SEND_INLINE;
       const std::uint32_t what = inflight_what(d, copied);
@@ -507,37 +509,55 @@ UNET_ALWAYS_INLINE bool Endpoint::ring_route(const Descriptor& d, RingChannel& r
   return ring;
 }
 
-// Turns WR n (built by build_wr as a SEND) into the RDMA WRITE of `d` into the peer's next
-// slot: head, payload and tail gathered from the lane's staging entry and the payload, in one
-// WRITE (inline when it fits). The head piggybacks what our own ring has freed.
+// Builds WR n as the RDMA WRITE of `d` into the peer's next slot: head, payload and tail in one
+// WRITE. A small payload (inside the descriptor, or a buffer of up to kRingImage bytes) goes as
+// one slot image, composed here and copied by the post (inline): one gather entry, where three
+// cost the provider more than the copy. A larger buffer's is gathered between the head and tail of
+// the lane's staging entry (inline as a SEND of it would be). The head piggybacks what our own
+// ring has freed.
 UNET_ALWAYS_INLINE void Endpoint::build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n,
                                                 std::uint32_t lane_seq) noexcept {
   Verbs& v = *v_;
   ibv_send_wr& w = v.swr[n];
   ibv_sge* sge = v.ssge[n];
   const std::uint32_t seq = r.tx.take();
-  ring::Head h;
-  h.seq = static_cast<std::uint16_t>(seq);
-  h.length = static_cast<std::uint16_t>(d.length);
-  h.imm = d.flags & Descriptor::kImm;
-  h.fallbacks = r.fallbacks_sent;
-  h.credit = static_cast<std::uint16_t>(r.rx.freed());
+  const bool imm = d.flags & Descriptor::kImm;
+  const std::uint64_t head = ring::head_word({static_cast<std::uint16_t>(seq), static_cast<std::uint16_t>(d.length),
+                                              imm, r.fallbacks_sent, static_cast<std::uint16_t>(r.rx.freed())});
   r.rx.reported();
-  // The staging entry: head, imm word, zeros, tail. The payload's padding comes from the zeros.
-  auto* e = reinterpret_cast<std::uint64_t*>(r.staging + std::size_t{lane_seq & r.staging_mask} * 32);
-  e[0] = ring::head_word(h);
-  e[1] = d.imm;
-  e[3] = e[0];
-  const std::uint32_t pad = ring::pad8(d.length) - d.length;
-  const std::uint32_t lkey = r.local_mr->lkey();
-  sge[1] = sge[0];  // the payload, where build_wr found it (sg_list is this WR's ssge row)
-  sge[0] = {reinterpret_cast<std::uint64_t>(e), ring::payload_offset(h.imm), lkey};
-  sge[2] = {reinterpret_cast<std::uint64_t>(e + 3) - pad, ring::kTailBytes + pad, lkey};
-  w.num_sge = 3;
+  const std::uint32_t off = ring::payload_offset(imm), body = ring::pad8(d.length);
+  w.next = nullptr;
   w.opcode = IBV_WR_RDMA_WRITE;
   w.wr.rdma.remote_addr = r.peer_ring + std::uint64_t{seq & (r.tx.slots() - 1)} * r.peer_slot_bytes;
   w.wr.rdma.rkey = r.peer_rkey;
-  w.send_flags = d.length <= r.inline_payload ? IBV_SEND_INLINE : 0;
+  if (d.length <= r.inline_payload && d.length <= kRingImage) {  // a descriptor's payload always
+    std::byte* img = v.ring_image[n];
+    const std::uint64_t imm_word = d.imm;
+    std::memcpy(img, &head, 8);
+    std::memcpy(img + 8, &imm_word, 8);  // the imm word (the payload's place without imm)
+    std::memset(img + off + body - 8, 0, 8);  // the payload's padding
+    if (d.is_inline())
+      copy_small(img + off, d.data, d.length);
+    else
+      std::memcpy(img + off, segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes, d.length);
+    std::memcpy(img + off + body, &head, 8);
+    sge[0] = {reinterpret_cast<std::uint64_t>(img), off + body + ring::kTailBytes, 0};
+    w.num_sge = 1;
+    w.send_flags = IBV_SEND_INLINE;
+  } else {
+    // The staging entry: head, imm word, zeros, tail; the payload's padding comes from the zeros.
+    auto* e = reinterpret_cast<std::uint64_t*>(r.staging + std::size_t{lane_seq & r.staging_mask} * 32);
+    e[0] = head;
+    e[1] = d.imm;
+    e[3] = head;
+    const std::uint32_t pad = body - d.length, lkey = r.local_mr->lkey();
+    sge[0] = {reinterpret_cast<std::uint64_t>(e), off, lkey};
+    sge[1] = {reinterpret_cast<std::uint64_t>(segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes),
+              d.length, v.mr->lkey()};
+    sge[2] = {reinterpret_cast<std::uint64_t>(e + 3) - pad, ring::kTailBytes + pad, lkey};
+    w.num_sge = 3;
+    w.send_flags = d.length <= r.inline_payload ? IBV_SEND_INLINE : 0;
+  }
   ++stats_.ring_sent;
 }
 
@@ -585,20 +605,20 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
     if (!upcall_ && !(d = recv_queue_.reserve())) break;
     if (!r.tx.update16(ring::credit_of(w))) [[unlikely]]
       ++stats_.ring_protocol_errors;
-    const std::uint32_t i = r.rx.take() & (r.slots - 1);
     ++r.arrived;
     d->channel = r.channel;
     d->length = len;
     d->imm = imm ? static_cast<std::uint32_t>(ring::load_word(slot + ring::kHeadBytes, std::memory_order_relaxed)) : 0;
     d->flags = imm ? Descriptor::kImm : 0;
-    if (len <= inline_threshold_) {
+    if (len <= inline_threshold_) {  // copied, and the slot zeroed and free again at once
       copy_small(d->data, slot + ring::payload_offset(imm), len);
       d->flags |= Descriptor::kInline;
       d->buffer = kNoBuffer;
-      std::memset(slot, 0, ring::wire_bytes(len, imm));
-      r.rx.free(i);
+      ring::zero_words(slot, ring::wire_bytes(len, imm));
+      r.rx.take_and_free();
       ++stats_.inline_received;
     } else {
+      const std::uint32_t i = r.rx.take() & (r.slots - 1);
       d->buffer = config_.buffers + r.index * config_.ring_slots + i;
       r.held[i] = ring::wire_bytes(len, imm) | (imm ? RingChannel::kHeldImm : 0);
       ++r.holding;

@@ -31,6 +31,9 @@ inline constexpr std::uint32_t kBatch = 32;
 // are awake (endpoint_ring.cc): a loop that sleeps calls arm() far more often, a busy one soon
 // passes it.
 inline constexpr std::uint32_t kAwakePolls = 64;
+// Ring writes of payloads up to this size are composed whole in one image (build_ring_wr).
+inline constexpr std::uint32_t kRingImage = 128;
+static_assert(kRingImage >= Descriptor::kInlineBytes + 7, "a descriptor's payload fits an image, padded");
 
 // wr_id of a send: bit 63 set, the lane in bits 32..62, the send's sequence number on its lane in
 // bits 0..31. A QP completes its sends in order, so a signaled completion retires every in-flight
@@ -99,6 +102,8 @@ struct Endpoint::Verbs {
   ibv_send_wr swr[kBatch];
   ibv_sge ssge[kBatch][3];  // a send's head slot and payload, or its one buffer; a ring
                             // write's head, payload and tail
+  // Ring writes of small payloads: each WR's slot image (head, imm, payload, tail).
+  alignas(8) std::byte ring_image[kBatch][ring::kOverhead + kRingImage];
   ibv_recv_wr rwr[kBatch];
   ibv_sge rsge[kBatch][2];
   verbs::WorkCompletion wc[kBatch];

@@ -126,7 +126,7 @@ Status Endpoint::release_ring_slot(BufferId b) noexcept {
   RingChannel* r = rings_[k / config_.ring_slots];
   const std::uint32_t i = k % config_.ring_slots;
   if (!r || !r->rx.held(i)) return Status::kInvalidState;
-  std::memset(r->ring + std::size_t{i} * r->slot_bytes, 0, r->held[i] & 0xffff);
+  ring::zero_words(r->ring + std::size_t{i} * r->slot_bytes, r->held[i] & 0xffff);
   r->rx.free(i);
   --r->holding;
   if (r->rx.report_due()) credits_due_ = true;

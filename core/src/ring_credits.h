@@ -72,6 +72,15 @@ class FreeList {
     state_[taken_ & mask_] = kHeld;
     return taken_++;
   }
+  // The next message was taken and its slot freed at once (a payload copied out).
+  void take_and_free() noexcept {
+    if (freed_ == taken_) {  // nothing held: the freed total moves with it
+      ++taken_;
+      ++freed_;
+      return;
+    }
+    free(take() & mask_);
+  }
   // Whether slot index `i` holds a message the application has not freed.
   bool held(std::uint32_t i) const noexcept { return i <= mask_ && state_[i] == kHeld; }
   // Frees slot index `i` (held(i)); the freed total advances over every freed slot in order.

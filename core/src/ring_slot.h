@@ -76,6 +76,13 @@ inline std::uint64_t load_word(const std::byte* p, std::memory_order o = std::me
   return std::atomic_ref<const std::uint64_t>(*reinterpret_cast<const std::uint64_t*>(p)).load(o);
 }
 
+// Zeroes the first `bytes` (a multiple of 8) of a slot for its next lap: word stores the compiler
+// keeps as they are (no call to memset for a few words).
+inline void zero_words(std::byte* slot, std::uint32_t bytes) noexcept {
+  auto* w = reinterpret_cast<std::uint64_t*>(slot);
+  for (std::uint32_t k = 0; k < bytes / 8; ++k) std::atomic_ref<std::uint64_t>(w[k]).store(0, std::memory_order_relaxed);
+}
+
 // Reads the slot (8-byte aligned, slot_bytes long) where the reader expects `seq`: the head, and
 // for a well-formed one the tail at the place it names. Reads nothing outside the slot.
 inline Slot read_slot(const std::byte* slot, std::uint32_t slot_bytes, std::uint16_t seq, std::uint64_t& head) noexcept {
