@@ -3,6 +3,7 @@
 #include <string>
 
 #include "endpoint_impl.h"
+#include "unet/verbs/deadline.h"
 
 namespace unet::uam {
 
@@ -23,6 +24,7 @@ Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config)
   if (config.window == 0 || config.window > CreditWindow::kMaxWindow)
     throw std::invalid_argument("uam::Endpoint: window must be 1..127");
   config_.reliability = sender_config(config);
+  config_.keepalive = verbs::clamp_timer(config.keepalive);  // max(): never; added to the clock
   if (net.send_queue_depth < 2 * kReplySlots)
     throw std::invalid_argument("uam::Endpoint: send_queue_depth must be at least " + std::to_string(2 * kReplySlots) +
                                 " (the reply reserve is " + std::to_string(kReplySlots) + ")");

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "unet/core/wait_until.h"
+#include "unet/verbs/deadline.h"
 
 namespace unet::ulp {
 
@@ -215,7 +216,7 @@ Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out,
 int DatagramEndpoint::next_timer_ms() const noexcept {
   if (reassembly_.assembling() == 0) return -1;
   // The oldest incomplete datagram expires within one timeout from now: check that often.
-  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(config_.reassembly.timeout).count());
+  return verbs::clamp_ms(std::chrono::ceil<std::chrono::milliseconds>(config_.reassembly.timeout));
 }
 
 int DatagramEndpoint::poll() noexcept {

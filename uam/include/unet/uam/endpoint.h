@@ -69,6 +69,7 @@ struct Config {
   // RC: how long a peer with requests outstanding may stay silent before it is probed, and the
   // interval of probes while it stays silent (core's probe(): its QP answers, or the channel fails
   // once the QP's retries run out). UD probes back off from reliability.rto_initial to rto_max.
+  // milliseconds::max(): never (verbs::clamp_timer).
   std::chrono::milliseconds keepalive{50};
   // Coalescing: messages queued for one channel between two polls share a packet while they fit
   // (wire_header.h), so a burst of medium messages costs one send, one receive buffer and one

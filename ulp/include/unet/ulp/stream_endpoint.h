@@ -74,6 +74,7 @@ struct StreamConfig {
   std::uint32_t accept_backlog = 8;        // established connections waiting for accept()
   core::RttConfig rtt;
   std::uint32_t initial_window_segments = 4;
+  // Timeouts here may be milliseconds::max() for never (verbs::clamp_timer: up to a century).
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds dead_peer_timeout{3000};
   std::uint32_t max_retransmits = 15;      // timeouts in a row before the connection fails
