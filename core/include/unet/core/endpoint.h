@@ -122,6 +122,10 @@ struct EndpointStats {
   std::uint64_t completion_drops = 0;   // completions lost because the completion queue was full
   std::uint64_t qp_recoveries = 0;      // UD: the QP reset and back in RTS after it failed
   std::uint64_t probes = 0;             // RC liveness probes queued (probe())
+  // Arrivals the device failed or flagged (a datagram longer than the buffer: a local length
+  // error), dropped and their buffers reposted. UD: when it left the QP out of RTS, poll() brings
+  // the QP back (qp_recoveries); RC: the channel it came on failed with it.
+  std::uint64_t recv_errors = 0;
 };
 
 // One side's half of a channel set-up, exchanged out of band (text, one line).
@@ -314,6 +318,7 @@ class Endpoint {
   void fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void abort_lane(Lane& lane, Status status) noexcept;
   int recover_ud_qp() noexcept;
+  void arrival_failed(std::size_t i) noexcept;
   bool ud_failed() const noexcept;
 
   EndpointConfig config_;
