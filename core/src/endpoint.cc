@@ -58,6 +58,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
                                                static_cast<std::uint32_t>(Descriptor::kInlineBytes), device_inline});
   inline_post_limit_ = std::min(config_.inline_post_limit, device_inline);
   max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
+  inline_threshold_ = std::min(inline_threshold_, max_message_);  // send_inline obeys max_message()
   // An eighth of the free queue may wait unposted, to be reposted with one doorbell.
   repost_batch_ = std::clamp<std::uint32_t>(config_.free_queue_depth / 8, 1, kBatch);
 

@@ -26,6 +26,9 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
   for (auto* t : {&config_.connect_timeout, &config_.dead_peer_timeout, &config_.time_wait})
     *t = verbs::clamp_timer(*t);
   net_ = std::make_unique<core::Endpoint>(net);
+  // A segment carries the header and at least a full set of SACK blocks (a pure ACK's payload).
+  if (net_->max_message() < kSegmentHeaderBytes + kMaxSackBlocks * kSackBlockBytes)
+    throw std::invalid_argument("StreamEndpoint: the endpoint's max_message() is too small for a segment");
   mss_ = net_->max_message() - static_cast<std::uint32_t>(kSegmentHeaderBytes);
   // Never advertise more than half the posted receive buffers can hold: UD drops what finds none
   // (RC would hold the sender back with RNR waits).

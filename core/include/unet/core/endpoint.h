@@ -145,13 +145,15 @@ class Endpoint {
   Endpoint& operator=(const Endpoint&) = delete;
 
   // The configuration as given, the counters, and the largest payload a descriptor carries
-  // (EndpointConfig::inline_threshold clamped to the device).
+  // (EndpointConfig::inline_threshold clamped to the device and to max_message()).
   const EndpointConfig& config() const noexcept { return config_; }
   const EndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t inline_threshold() const noexcept { return inline_threshold_; }
   // Segment-buffer sends up to this size are posted inline (EndpointConfig::inline_post_limit).
   std::uint32_t inline_post_limit() const noexcept { return inline_post_limit_; }
-  // Largest message a send may carry: the buffer size (RC) or the path MTU (UD).
+  // Largest message a send may carry: the buffer size (RC), or the smaller of it and the path MTU
+  // (UD). Every send path refuses a longer one (kInvalidArgument), send_inline included:
+  // inline_threshold() is never above it.
   std::uint32_t max_message() const noexcept { return max_message_; }
 
   // --- channels (set-up: may throw verbs::Error) ---

@@ -112,7 +112,8 @@ struct Stats {
 class Endpoint {
  public:
   // Makes the core endpoint from `net`; `config` as above. Throws std::invalid_argument for a bad
-  // window or reliability configuration, or a send queue too small for the reply reserve.
+  // window or reliability configuration, a send queue too small for the reply reserve, or buffers
+  // too small for a header with four words (core's max_message() below 48 bytes).
   Endpoint(const core::EndpointConfig& net, const Config& config = {});
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
