@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <random>
 
 #include "endpoint_impl.h"
 #include "unet/verbs/error.h"
@@ -23,6 +24,15 @@ EndpointConfig checked(EndpointConfig c) {
   if (c.mode == Mode::kDirectAccess && (c.max_operations == 0 || c.max_grants == 0 || c.max_pinned_bytes == 0))
     verbs::throw_error("Endpoint", "config", EINVAL, "direct-access needs operations, grants and pinned bytes");
   return c;
+}
+
+// A random 64-bit number for the endpoint's offers, never 0 (a default ChannelOffer's). Set-up:
+// may throw.
+std::uint64_t random_nonce() {
+  std::random_device rd;
+  std::uint64_t n = 0;
+  while (n == 0) n = std::uint64_t{rd()} << 32 ^ rd();
+  return n;
 }
 
 }  // namespace
@@ -59,6 +69,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
   inline_post_limit_ = std::min(config_.inline_post_limit, device_inline);
   max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
   inline_threshold_ = std::min(inline_threshold_, max_message_);  // send_inline obeys max_message()
+  offer_nonce_ = random_nonce();
   // An eighth of the free queue may wait unposted, to be reposted with one doorbell.
   repost_batch_ = std::clamp<std::uint32_t>(config_.free_queue_depth / 8, 1, kBatch);
 
@@ -141,13 +152,14 @@ ChannelOffer Endpoint::offer_channel() {
   } else {
     local = v_->ud_qp->local_info(v_->path);
   }
-  ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size())};
+  ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size()), offer_nonce_};
   channels_.push_back(std::move(ch));
   return offer;
 }
 
 ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view peer_half) {
-  if (offer.slot >= channels_.size() || channels_[offer.slot]->state != Channel::State::kOffered)
+  if (offer.nonce != offer_nonce_ || offer.slot >= channels_.size() ||
+      channels_[offer.slot]->state != Channel::State::kOffered)
     verbs::throw_error("accept_offer", "endpoint", EINVAL, "not a pending offer of this endpoint");
   verbs::ConnectionInfo local, remote;
   if (verbs::decode(offer.local, local) != Status::kOk || verbs::decode(peer_half, remote) != Status::kOk)

@@ -132,6 +132,9 @@ struct EndpointStats {
 struct ChannelOffer {
   std::string local;  // send this to the peer
   std::uint32_t slot = 0;
+  // Names the endpoint that made the offer (a random number of its own): only that endpoint
+  // accepts it. It stays here; the peer never sees it.
+  std::uint64_t nonce = 0;
 };
 
 // The endpoint itself (see the top of this file).
@@ -159,7 +162,8 @@ class Endpoint {
   // --- channels (set-up: may throw verbs::Error) ---
   // Starts a channel: RC makes its QP; UD has one QP for all. Returns our half to send the peer.
   ChannelOffer offer_channel();
-  // Completes the channel from `offer` and the peer's half; returns its id (the tag).
+  // Completes the channel from `offer` and the peer's half; returns its id (the tag). Throws
+  // (EINVAL) for an offer this endpoint did not make or accepted already.
   ChannelId accept_offer(const ChannelOffer& offer, std::string_view peer_half);
   // RC channels through rdma_cm instead of an out-of-band exchange: listen on an IP address of the
   // endpoint's device (port 0: any free one; returns the port), accept one channel, or connect to
@@ -331,6 +335,7 @@ class Endpoint {
   std::uint32_t last_rc_qpn_ = 0;
   ChannelId last_rc_channel_ = kNoChannel;
   std::uint32_t max_message_ = 0;
+  std::uint64_t offer_nonce_ = 0;  // in every ChannelOffer this endpoint makes
   std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
   std::uint32_t recovery_wait_ = 0;     // UD: polls before the next recovery attempt
   std::uint32_t recovery_backoff_ = 0;  // ... and the wait after the next failed one
