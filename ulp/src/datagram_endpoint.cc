@@ -148,7 +148,7 @@ void DatagramEndpoint::arrival(const core::Descriptor& d) noexcept {
   if (decode(bytes, h) != Status::kOk) {
     ++stats_.malformed;
   } else if (!(port = find(h.dst_port))) {
-    stats_.unbound_drops += h.index == 0;  // one count per datagram
+    ++stats_.unbound_drops;  // every fragment: its datagram's others may never come
   }
   const std::span<const std::byte> frag = port ? bytes.subspan(kDatagramHeaderBytes) : std::span<const std::byte>{};
   Entry e;

@@ -79,7 +79,11 @@ struct Config {
   bool coalesce = true;
 };
 
-// Counters of one uam endpoint, over all its channels.
+// Counters of one uam endpoint, over all its channels. Every arrival is counted: a packet the
+// codec refuses (malformed, the rest of it dropped) or that comes for a channel no longer open
+// (closed_drops); every message decoded lands in exactly one of credit_messages_received,
+// bad_credits, duplicates, out_of_order, overruns, stray_replies, error_replies,
+// unknown_handler, requests_handled and replies_handled (the last two count gets too).
 struct Stats {
   std::uint64_t requests_sent = 0;
   std::uint64_t replies_sent = 0;
@@ -90,8 +94,11 @@ struct Stats {
   std::uint64_t completed_ok = 0;      // completion handler calls with kOk
   std::uint64_t completed_error = 0;   // ... with an error
   std::uint64_t credit_messages = 0;   // explicit credit/ack messages sent
+  std::uint64_t credit_messages_received = 0;  // ... and received
+  std::uint64_t error_replies = 0;     // error replies to an awaiting request (it fails with them)
   std::uint64_t unknown_handler = 0;   // requests for an unregistered handler (answered with an error)
-  std::uint64_t malformed = 0;         // arrivals the wire codec refused (dropped)
+  std::uint64_t malformed = 0;         // arrivals the wire codec refused (dropped), empty ones too
+  std::uint64_t closed_drops = 0;      // arrivals for a channel that failed or closed, dropped
   // Well-formed but impossible arrivals, dropped; each should stay 0 with a correct peer:
   std::uint64_t bad_credits = 0;       // credit totals returning credits never spent
   std::uint64_t overruns = 0;          // requests beyond the peer's window

@@ -118,9 +118,11 @@ struct StreamStats {
   StreamState state = StreamState::kClosed;
 };
 
-// Counters of the endpoint as a whole (each connection has its StreamStats).
+// Counters of the endpoint as a whole (each connection has its StreamStats). Every segment that
+// arrives is in exactly one of malformed, stray, refused_syn and segments.
 struct StreamEndpointStats {
-  std::uint64_t malformed = 0;      // segments the codec refused
+  std::uint64_t segments = 0;       // segments taken by a connection, or a SYN that opened one
+  std::uint64_t malformed = 0;      // segments the codec refused (an empty one too)
   std::uint64_t stray = 0;          // segments for no connection (answered with RST unless RST)
   std::uint64_t resets_sent = 0;
   std::uint64_t refused_syn = 0;    // SYNs with no listener, a full backlog or no free connection
