@@ -146,10 +146,17 @@ Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std:
   } else {
     m.payload = payload;
   }
-  Token token(p.ch, h.token);
+  Token token(p.ch, h.token, ++serials_);
   ++stats_.requests_handled;
   ++work_;
-  return fn->request(token, m);
+  const std::uint64_t outer = handling_;
+  const bool outer_answered = answered_;
+  handling_ = token.serial_;
+  answered_ = false;
+  const Disposition d = fn->request(token, m);
+  handling_ = outer;  // from here on no copy of `token` answers
+  answered_ = outer_answered;
+  return d;
 }
 
 UNET_ALWAYS_INLINE

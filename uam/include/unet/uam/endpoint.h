@@ -170,7 +170,8 @@ class Endpoint {
   Status request(ChannelId ch, HandlerId handler, std::span<const std::uint64_t> args,
                  std::span<const std::byte> payload = {}, std::uint64_t cookie = 0) noexcept;
   // From inside a request handler: answers its request, running reply handler `handler` at the
-  // requester. kInvalidState for a second reply; kInvalidArgument as for request().
+  // requester. kInvalidState (nothing sent) for a second reply through any copy of the token, or
+  // once the handler returned (message.h); kInvalidArgument as for request().
   Status reply(Token& token, HandlerId handler, std::span<const std::uint64_t> args,
                std::span<const std::byte> payload = {}) noexcept;
   // RDMA WRITE of [local, local+len) to `offset` in the peer's window `remote`, then the
@@ -258,6 +259,11 @@ class Endpoint {
   std::vector<Get> gets_;
   std::unique_ptr<core::DescriptorRing<std::uint32_t>> free_gets_;
   std::uint64_t work_ = 0;                    // handlers and completions run (for wait())
+  // Reply-once (message.h): the serial of the request handler running now (0: none) and whether
+  // its request was answered; a token of any other serial is past its handler.
+  std::uint64_t handling_ = 0;
+  std::uint64_t serials_ = 0;
+  bool answered_ = false;
   Time poll_now_{};                           // the clock as poll() read it; zero outside poll()
   std::array<std::byte, core::Descriptor::kInlineBytes> scratch_{};
 };
