@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <climits>
-#include <cstdint>
 
 namespace unet::verbs {
 
