@@ -14,8 +14,10 @@
 #include <memory>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 #include "endpoint_support.h"
+#include "layer_channel.h"
 #include "wire_fuzz.h"
 #include "unet/core/little_endian.h"
 #include "unet/uam/endpoint.h"
@@ -47,7 +49,8 @@ core::EndpointConfig net_config(const char* device, Transport t) {
 
 const char* transport_name(Transport t) { return t == Transport::kRc ? "RC" : "UD"; }
 
-// Polls `ep` (and captures what `cap` receives) for `quiet` after the last capture, at most 2 s.
+// Runs `poll` (the recorder's progress) and keeps what `cap` receives, until `quiet` passes with
+// nothing new (at most 2 s).
 template <class Poll>
 std::vector<Bytes> capture(RawPeer& cap, Poll&& poll, std::chrono::milliseconds quiet = 30ms) {
   std::vector<Bytes> got;
@@ -81,37 +84,60 @@ std::uint32_t odd_u32(Rng& r) {
                                                                 : static_cast<std::uint32_t>(r());
 }
 
-// ---- core: raw messages; every hostile one that reaches the layer is delivered intact, in order.
-class CoreTarget : public Target {
+// What every layer's target shares: the endpoint under attack, its legitimate peer joined to it
+// by a channel, and channels to hostile QPs.
+template <class E>
+class LayerTarget : public Target {
  public:
-  explicit CoreTarget(Transport t)
-      : target_(net_config(kTargetDevice, t)), legit_(net_config(kPeerDevice, t)),
-        planned_(packets() / 2 + 16) {
-    std::tie(l_target_, t_legit_) = connect_endpoints(legit_, target_);
-    name_ = std::string("core ") + transport_name(t);
-  }
   const char* name() const override { return name_.c_str(); }
-  core::Endpoint& net() override { return target_; }
-  core::Endpoint& legit_net() override { return legit_; }
+  core::Endpoint& net() override { return net_of(*target_); }
+  core::Endpoint& legit_net() override { return net_of(*legit_); }
   std::string open_hostile(std::string_view line) override {
-    const core::ChannelOffer o = target_.offer_channel();
-    (void)target_.accept_offer(o, line);
+    const core::ChannelOffer o = offer(*target_);
+    (void)accept(*target_, o, line);
     return o.local;
   }
+  bool poll_target() override { return target_->poll() >= 0; }
+
+ protected:
+  LayerTarget(std::string name, std::unique_ptr<E> target, std::unique_ptr<E> legit)
+      : name_(std::move(name)), target_(std::move(target)), legit_(std::move(legit)) {
+    std::tie(l_target_, t_legit_) = join(*legit_, *target_);
+  }
+  // Counts what a codec of one header per packet (ulp's) says of hostile packet `p`.
+  template <class Header>
+  void judge(const Bytes& p) {
+    Header h;
+    ++(decode(p, h) == Status::kOk ? decodable_ : malformed_);
+  }
+
+  std::string name_;
+  std::unique_ptr<E> target_, legit_;
+  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel;
+  std::uint64_t malformed_ = 0, decodable_ = 0;  // hostile packets the layer's codec refuses, accepts
+};
+
+// ---- core: raw messages; every hostile one that reaches the layer is delivered intact, in order.
+class CoreTarget : public LayerTarget<core::Endpoint> {
+ public:
+  explicit CoreTarget(Transport t)
+      : LayerTarget(std::string("core ") + transport_name(t), std::make_unique<core::Endpoint>(net_config(kTargetDevice, t)),
+                    std::make_unique<core::Endpoint>(net_config(kPeerDevice, t))),
+        planned_(packets() / 2 + 16) {}
   std::vector<Bytes> record(const char*) override {  // core has no header: legitimate payloads
     std::vector<Bytes> v;
     for (std::uint64_t k = 0; k < 16; ++k) v.push_back(message(1000 + k));
     return v;
   }
-  Bytes forge(Rng& r) override { return random_bytes(r, r() % (target_.max_message() + 1)); }
+  Bytes forge(Rng& r) override { return random_bytes(r, r() % (target_->max_message() + 1)); }
   void legit_step() override {
-    while (sent_ - echoed_ < 8 && sent_ < planned_ && send(legit_, l_target_, sent_)) ++sent_;
+    while (sent_ - echoed_ < 8 && sent_ < planned_ && send(*legit_, l_target_, sent_)) ++sent_;
   }
   bool poll() override {
-    if (legit_.poll() < 0 || target_.poll() < 0) return false;
+    if (legit_->poll() < 0 || target_->poll() < 0) return false;
     core::Descriptor d;
-    while (target_.receive(d) == Status::kOk) {
-      const Bytes b = take(target_, d);
+    while (target_->receive(d) == Status::kOk) {
+      const Bytes b = take(*target_, d);
       if (d.channel == t_legit_) {
         bad_ += b != message(arrived_);
         legit_bytes_ += b.size();
@@ -124,17 +150,16 @@ class CoreTarget : public Target {
         ++hostile_delivered_;
       }
     }
-    while (!echoes_.empty() && send(target_, t_legit_, echoes_.front())) echoes_.pop_front();
-    if (target_.flush() < 0) return false;  // posted now: none waits to be flushed by a UD recovery
-    while (legit_.receive(d) == Status::kOk) {
-      const Bytes b = take(legit_, d);
+    while (!echoes_.empty() && send(*target_, t_legit_, echoes_.front())) echoes_.pop_front();
+    if (target_->flush() < 0) return false;  // posted now: none waits to be flushed by a UD recovery
+    while (legit_->receive(d) == Status::kOk) {
+      const Bytes b = take(*legit_, d);
       bad_ += d.channel != l_target_ || b != message(echoed_);
       legit_bytes_ += b.size();
       ++echoed_;
     }
     return true;
   }
-  bool poll_target() override { return target_.poll() >= 0; }
   bool unreliable() const override { return true; }
   bool legit_done() const override { return echoed_ == planned_; }
   void expect(const Bytes& p) override { hostile_.push_back(p); }
@@ -149,7 +174,7 @@ class CoreTarget : public Target {
   }
 
  private:
-  Bytes message(std::uint64_t k) const { return pattern(k, size_of(k, 1, target_.max_message())); }
+  Bytes message(std::uint64_t k) const { return pattern(k, size_of(k, 1, target_->max_message())); }
   // Sends message k from `ep` on `ch`; false when the send path is full (try again later).
   static bool send(core::Endpoint& ep, ChannelId ch, std::uint64_t k) {
     const Bytes m = pattern(k, size_of(k, 1, ep.max_message()));
@@ -174,9 +199,6 @@ class CoreTarget : public Target {
     return b;
   }
 
-  std::string name_;
-  core::Endpoint target_, legit_;
-  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel;
   std::uint64_t planned_, sent_ = 0, arrived_ = 0, echoed_ = 0, legit_bytes_ = 0, bad_ = 0;
   std::deque<std::uint64_t> echoes_;
   std::deque<Bytes> hostile_;
@@ -186,16 +208,14 @@ class CoreTarget : public Target {
 // ---- uam: requests echoed as replies; every hostile message decoded lands in one counter.
 constexpr uam::HandlerId kEcho = 1, kEchoReply = 2;
 
-class UamTarget : public Target {
+class UamTarget : public LayerTarget<uam::Endpoint> {
  public:
   explicit UamTarget(Transport t)
-      : target_(net_config(kTargetDevice, t), target_config()), legit_(net_config(kPeerDevice, t)),
+      : LayerTarget(std::string("uam ") + transport_name(t),
+                    std::make_unique<uam::Endpoint>(net_config(kTargetDevice, t), target_config()),
+                    std::make_unique<uam::Endpoint>(net_config(kPeerDevice, t))),
         planned_(packets() / 2 + 16) {
-    name_ = std::string("uam ") + transport_name(t);
-    const core::ChannelOffer ol = legit_.offer_channel(), ot = target_.offer_channel();
-    l_target_ = legit_.accept_offer(ol, ot.local);
-    t_legit_ = target_.accept_offer(ot, ol.local);
-    EXPECT_EQ(target_.on_request(kEcho, [this](uam::Token& tok, const uam::Message& m) {
+    EXPECT_EQ(target_->on_request(kEcho, [this](uam::Token& tok, const uam::Message& m) {
       if (m.channel != t_legit_) {  // hostile: handled, never answered
         ++hostile_handled_;
         return uam::Disposition::kDone;
@@ -204,10 +224,10 @@ class UamTarget : public Target {
       const Bytes want = payload(k);
       bad_ += m.args.size() != 2 || !std::equal(want.begin(), want.end(), m.payload.begin(), m.payload.end());
       legit_bytes_ += m.payload.size();
-      EXPECT_EQ(target_.reply(tok, kEchoReply, m.args, m.payload), Status::kOk);
+      EXPECT_EQ(target_->reply(tok, kEchoReply, m.args, m.payload), Status::kOk);
       return uam::Disposition::kDone;
     }), Status::kOk);
-    EXPECT_EQ(legit_.on_reply(kEchoReply, [this](const uam::Message& m) {
+    EXPECT_EQ(legit_->on_reply(kEchoReply, [this](const uam::Message& m) {
       const Bytes want = payload(m.cookie);
       bad_ += m.args.size() != 2 || m.args[0] != m.cookie ||
               !std::equal(want.begin(), want.end(), m.payload.begin(), m.payload.end());
@@ -215,23 +235,14 @@ class UamTarget : public Target {
       ++replies_;
       return uam::Disposition::kDone;
     }), Status::kOk);
-    legit_.on_completion([this](ChannelId, std::uint64_t, Status s) { ++(s == Status::kOk ? completed_ : failed_); });
-  }
-  const char* name() const override { return name_.c_str(); }
-  core::Endpoint& net() override { return target_.net(); }
-  core::Endpoint& legit_net() override { return legit_.net(); }
-  std::string open_hostile(std::string_view line) override {
-    const core::ChannelOffer o = target_.offer_channel();
-    hostile_channels_.push_back(target_.accept_offer(o, line));
-    return o.local;
+    legit_->on_completion([this](ChannelId, std::uint64_t, Status s) { ++(s == Status::kOk ? completed_ : failed_); });
   }
   // A uam endpoint's requests (coalesced into shared packets), and what it sends when they go
   // unanswered: retransmissions and credit probes.
   std::vector<Bytes> record(const char* device) override {
     RawPeer cap(device, verbs::QpType::kUd);
     uam::Endpoint rec(net_config(device, Transport::kUd));
-    const core::ChannelOffer o = rec.offer_channel();
-    const ChannelId ch = rec.accept_offer(o, cap.line());
+    const ChannelId ch = join_raw(rec, cap);
     static constexpr std::uint32_t kSizes[] = {0, 4, 20, 28, 100, 300, 400, 496};
     for (std::uint64_t k = 0; k < 8; ++k) {
       const std::uint64_t args[4] = {k, 7, 8, 9};
@@ -251,15 +262,14 @@ class UamTarget : public Target {
   }
   void legit_step() override {
     while (issued_ < planned_) {
-      const std::uint64_t args[2] = {issued_, size_of(issued_, 0, legit_.max_payload(2))};
-      const Status s = legit_.request(l_target_, kEcho, args, payload(issued_), issued_);
+      const std::uint64_t args[2] = {issued_, size_of(issued_, 0, legit_->max_payload(2))};
+      const Status s = legit_->request(l_target_, kEcho, args, payload(issued_), issued_);
       if (s == Status::kNoResource) break;
       EXPECT_EQ(s, Status::kOk);
       ++issued_;
     }
   }
-  bool poll() override { return legit_.poll() >= 0 && target_.poll() >= 0; }
-  bool poll_target() override { return target_.poll() >= 0; }
+  bool poll() override { return legit_->poll() >= 0 && target_->poll() >= 0; }
   bool legit_done() const override { return completed_ + failed_ == planned_; }
   void expect(const Bytes& p) override {  // what uam's decoder makes of it, message by message
     std::span<const std::byte> rest(p);
@@ -276,11 +286,11 @@ class UamTarget : public Target {
     } while (!rest.empty());
   }
   std::string check() override {
-    const uam::Stats& s = target_.stats();
+    const uam::Stats& s = target_->stats();
     const std::uint64_t fates = s.credit_messages_received + s.bad_credits + s.duplicates + s.out_of_order +
                                 s.overruns + s.stray_replies + s.error_replies + s.unknown_handler +
                                 s.requests_handled + s.replies_handled;
-    const uam::Stats& l = legit_.stats();
+    const uam::Stats& l = legit_->stats();
     const std::uint64_t legit_messages = l.requests_sent + l.credit_messages + l.retransmitted;
     EXPECT_EQ(s.malformed, malformed_) << name_;
     EXPECT_EQ(s.closed_drops, 0u) << name_;
@@ -289,7 +299,7 @@ class UamTarget : public Target {
     EXPECT_EQ(bad_, 0u) << name_ << ": legitimate payloads altered";
     EXPECT_EQ(replies_, planned_) << name_;
     EXPECT_EQ(completed_, planned_) << name_;
-    EXPECT_EQ(target_.channel_status(t_legit_), Status::kOk) << name_;
+    EXPECT_EQ(target_->channel_status(t_legit_), Status::kOk) << name_;
     std::ostringstream r;
     r << "uam: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), " << messages_
       << " hostile messages decoded (credit " << s.credit_messages_received << ", bad_credits " << s.bad_credits
@@ -307,7 +317,7 @@ class UamTarget : public Target {
     c.reliability.max_retries = 1u << 30;  // the hostile peer never acknowledges what it is sent
     return c;
   }
-  Bytes payload(std::uint64_t k) const { return pattern(k, size_of(k, 0, legit_.max_payload(2))); }
+  Bytes payload(std::uint64_t k) const { return pattern(k, size_of(k, 0, legit_->max_payload(2))); }
   // One message: a header of mostly right magic, version and kind, anything else in the fields.
   static Bytes forge_one(Rng& r) {
     const std::uint8_t n = r() % 8 == 0 ? static_cast<std::uint8_t>(5 + r() % 3) : static_cast<std::uint8_t>(r() % 5);
@@ -329,42 +339,28 @@ class UamTarget : public Target {
     return b;
   }
 
-  std::string name_;
-  uam::Endpoint target_, legit_;
-  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel;
-  std::vector<ChannelId> hostile_channels_;
   std::uint64_t planned_, issued_ = 0, replies_ = 0, completed_ = 0, failed_ = 0, bad_ = 0, legit_bytes_ = 0;
-  std::uint64_t malformed_ = 0, messages_ = 0, hostile_handled_ = 0;
+  std::uint64_t messages_ = 0, hostile_handled_ = 0;
 };
 
 // ---- datagrams: legitimate datagrams (fragmented too) echoed; every hostile fragment counted.
 constexpr std::uint16_t kLegitPort = 7, kTargetPort = 9;
 
-class DatagramTarget : public Target {
+class DatagramTarget : public LayerTarget<ulp::DatagramEndpoint> {
  public:
-  DatagramTarget()
-      : target_(net_config(kTargetDevice, Transport::kUd)), legit_(net_config(kPeerDevice, Transport::kUd)),
+  explicit DatagramTarget(Transport t)  // UD: a DatagramEndpoint refuses RC
+      : LayerTarget(std::string("datagram ") + transport_name(t),
+                    std::make_unique<ulp::DatagramEndpoint>(net_config(kTargetDevice, t)),
+                    std::make_unique<ulp::DatagramEndpoint>(net_config(kPeerDevice, t))),
         planned_(packets() / 8 + 8) {
-    const core::ChannelOffer ol = legit_.offer_peer(), ot = target_.offer_peer();
-    l_target_ = legit_.accept_peer(ol, ot.local);
-    t_legit_ = target_.accept_peer(ot, ol.local);
-    EXPECT_EQ(legit_.bind(kLegitPort), Status::kOk);
-    EXPECT_EQ(target_.bind(kTargetPort), Status::kOk);
-  }
-  const char* name() const override { return "datagram UD"; }
-  core::Endpoint& net() override { return target_.net(); }
-  core::Endpoint& legit_net() override { return legit_.net(); }
-  std::string open_hostile(std::string_view line) override {
-    const core::ChannelOffer o = target_.offer_peer();
-    (void)target_.accept_peer(o, line);
-    return o.local;
+    EXPECT_EQ(legit_->bind(kLegitPort), Status::kOk);
+    EXPECT_EQ(target_->bind(kTargetPort), Status::kOk);
   }
   // Datagrams of every shape (empty, one fragment, the stride's edges, several fragments).
   std::vector<Bytes> record(const char* device) override {
     RawPeer cap(device, verbs::QpType::kUd);
     ulp::DatagramEndpoint rec(net_config(device, Transport::kUd));
-    const core::ChannelOffer o = rec.offer_peer();
-    const ChannelId ch = rec.accept_peer(o, cap.line());
+    const ChannelId ch = join_raw(rec, cap);
     EXPECT_EQ(rec.bind(kLegitPort), Status::kOk);
     const std::uint32_t st = rec.stride();
     for (const std::uint32_t n : {0u, 10u, 24u, st - 1, st, st + 1, 3 * st + 7})
@@ -375,7 +371,7 @@ class DatagramTarget : public Target {
     ulp::DatagramHeader h;
     h.src_port = static_cast<std::uint16_t>(r() % 2 ? kLegitPort : r());
     h.dst_port = static_cast<std::uint16_t>(r() % 3 ? kTargetPort : r() % 2 ? kTargetPort + 1 : r());
-    h.stride = static_cast<std::uint16_t>(r() % 2 ? target_.stride() : r() % 2 ? ulp::kMinStride - r() % 2 : r());
+    h.stride = static_cast<std::uint16_t>(r() % 2 ? target_->stride() : r() % 2 ? ulp::kMinStride - r() % 2 : r());
     h.id = odd_u32(r);
     h.length = r() % 8 == 0 ? ulp::kMaxDatagram + static_cast<std::uint32_t>(r() % 3) : static_cast<std::uint32_t>(r() % 20000);
     h.count = static_cast<std::uint16_t>(r() % 4 && h.stride ? ulp::fragment_count(h.length, h.stride) : r());
@@ -396,16 +392,16 @@ class DatagramTarget : public Target {
   }
   void legit_step() override {
     while (sent_ - echoed_ < 2 && sent_ < planned_) {
-      const Status s = legit_.send_to(kLegitPort, l_target_, kTargetPort, datagram(sent_));
+      const Status s = legit_->send_to(kLegitPort, l_target_, kTargetPort, datagram(sent_));
       if (s == Status::kNoResource) break;
       EXPECT_EQ(s, Status::kOk);
       ++sent_;
     }
   }
   bool poll() override {
-    if (legit_.poll() < 0 || target_.poll() < 0) return false;
+    if (legit_->poll() < 0 || target_->poll() < 0) return false;
     ulp::DatagramInfo info;
-    while (target_.recv_from(kTargetPort, buf_, info) == Status::kOk) {
+    while (target_->recv_from(kTargetPort, buf_, info) == Status::kOk) {
       if (info.peer != t_legit_) {  // a hostile datagram that passed every check: taken, dropped
         ++hostile_datagrams_;
         continue;
@@ -417,9 +413,9 @@ class DatagramTarget : public Target {
       echoes_.push_back(arrived_++);
     }
     while (!echoes_.empty() &&
-           target_.send_to(kTargetPort, t_legit_, kLegitPort, datagram(echoes_.front())) == Status::kOk)
+           target_->send_to(kTargetPort, t_legit_, kLegitPort, datagram(echoes_.front())) == Status::kOk)
       echoes_.pop_front();
-    while (legit_.recv_from(kLegitPort, buf_, info) == Status::kOk) {
+    while (legit_->recv_from(kLegitPort, buf_, info) == Status::kOk) {
       const Bytes want = datagram(echoed_++);
       bad_ += info.peer != l_target_ || info.length != want.size() ||
               !std::equal(want.begin(), want.end(), buf_.begin(), buf_.begin() + info.length);
@@ -427,18 +423,14 @@ class DatagramTarget : public Target {
     }
     return true;
   }
-  bool poll_target() override { return target_.poll() >= 0; }
   bool unreliable() const override { return true; }
   bool legit_done() const override { return echoed_ == planned_; }
-  void expect(const Bytes& p) override {
-    ulp::DatagramHeader h;
-    ++(ulp::decode(p, h) == Status::kOk ? decodable_ : malformed_);
-  }
+  void expect(const Bytes& p) override { judge<ulp::DatagramHeader>(p); }
   std::string check() override {
-    const ulp::DatagramStats& s = target_.stats();
-    const ulp::ReassemblyStats& a = target_.reassembly_stats();
+    const ulp::DatagramStats& s = target_->stats();
+    const ulp::ReassemblyStats& a = target_->reassembly_stats();
     EXPECT_EQ(s.malformed, malformed_) << "datagram";
-    EXPECT_EQ(s.fragments_received, decodable_ + malformed_ + legit_.stats().fragments_sent) << "datagram";
+    EXPECT_EQ(s.fragments_received, decodable_ + malformed_ + legit_->stats().fragments_sent) << "datagram";
     EXPECT_EQ(s.fragments_received, s.malformed + s.unbound_drops + s.delivered + s.queue_full_drops + a.held +
                                         a.duplicates + a.inconsistent + a.no_slot)
         << "datagram: every fragment in one counter";
@@ -457,12 +449,10 @@ class DatagramTarget : public Target {
  private:
   static Bytes datagram(std::uint64_t k) { return pattern(k, size_of(k, 0, 6000)); }
 
-  ulp::DatagramEndpoint target_, legit_;
-  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel;
   std::vector<std::byte> buf_ = std::vector<std::byte>(ulp::kMaxDatagram);
   std::uint64_t planned_, sent_ = 0, arrived_ = 0, echoed_ = 0, bad_ = 0, legit_bytes_ = 0;
   std::deque<std::uint64_t> echoes_;
-  std::uint64_t malformed_ = 0, decodable_ = 0, hostile_datagrams_ = 0;
+  std::uint64_t hostile_datagrams_ = 0;
 };
 
 // ---- stream: a legitimate byte stream echoed; every hostile segment counted.
@@ -476,38 +466,26 @@ ulp::StreamConfig stream_config() {
   return s;
 }
 
-class StreamTarget : public Target {
+class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
  public:
   explicit StreamTarget(Transport t)
-      : target_(net_config(kTargetDevice, t), stream_config()), legit_(net_config(kPeerDevice, t), stream_config()),
+      : LayerTarget(std::string("stream ") + transport_name(t),
+                    std::make_unique<ulp::StreamEndpoint>(net_config(kTargetDevice, t), stream_config()),
+                    std::make_unique<ulp::StreamEndpoint>(net_config(kPeerDevice, t), stream_config())),
         planned_(packets() * 256) {
-    name_ = std::string("stream ") + transport_name(t);
-    const core::ChannelOffer ol = legit_.offer_peer(), ot = target_.offer_peer();
-    const ChannelId lt = legit_.accept_peer(ol, ot.local);
-    (void)target_.accept_peer(ot, ol.local);
-    EXPECT_EQ(target_.listen(kStreamPort), Status::kOk);
-    EXPECT_EQ(legit_.connect(lt, kStreamPort, lc_), Status::kOk);
+    EXPECT_EQ(target_->listen(kStreamPort), Status::kOk);
+    EXPECT_EQ(legit_->connect(l_target_, kStreamPort, lc_), Status::kOk);
     const auto end = std::chrono::steady_clock::now() + 10s;
-    while (target_.accept(kStreamPort, tc_) != Status::kOk && std::chrono::steady_clock::now() < end)
+    while (target_->accept(kStreamPort, tc_) != Status::kOk && std::chrono::steady_clock::now() < end)
       (void)poll();
     EXPECT_NE(tc_, ulp::kNoConn) << name_ << ": no connection";
-  }
-  const char* name() const override { return name_.c_str(); }
-  core::Endpoint& net() override { return target_.net(); }
-  core::Endpoint& legit_net() override { return legit_.net(); }
-  std::string open_hostile(std::string_view line) override {
-    const core::ChannelOffer o = target_.offer_peer();
-    (void)target_.accept_peer(o, line);
-    return o.local;
   }
   // A connection's life as its segments show it: the SYN, the ACK of a (forged) SYN-ACK, data, a
   // duplicate ACK with SACK blocks for data past a gap, the FIN, retransmissions.
   std::vector<Bytes> record(const char* device) override {
     RawPeer cap(device, verbs::QpType::kUd);
     ulp::StreamEndpoint rec(net_config(device, Transport::kUd), stream_config());
-    const core::ChannelOffer o = rec.offer_peer();
-    const ChannelId ch = rec.accept_peer(o, cap.line());
-    cap.connect(o.local);
+    const ChannelId ch = join_raw(rec, cap);
     ulp::ConnId c = ulp::kNoConn;
     EXPECT_EQ(rec.connect(ch, kStreamPort, c), Status::kOk);
     std::vector<Bytes> got = capture(cap, [&] { return rec.poll(); }, 5ms);
@@ -576,14 +554,14 @@ class StreamTarget : public Target {
     Bytes chunk(n);
     for (std::size_t i = 0; i < n; ++i) chunk[i] = stream_byte(queued_ + i);
     std::size_t took = 0;
-    const Status s = legit_.send(lc_, chunk, took);
+    const Status s = legit_->send(lc_, chunk, took);
     EXPECT_TRUE(s == Status::kOk || s == Status::kNoResource) << s;
     queued_ += took;
   }
   bool poll() override {
-    if (legit_.poll() < 0 || target_.poll() < 0) return false;
+    if (legit_->poll() < 0 || target_->poll() < 0) return false;
     std::size_t n = 0;
-    while (tc_ != ulp::kNoConn && target_.recv(tc_, buf_, n) == Status::kOk && n > 0) {
+    while (tc_ != ulp::kNoConn && target_->recv(tc_, buf_, n) == Status::kOk && n > 0) {
       for (std::size_t i = 0; i < n; ++i) bad_ += buf_[i] != stream_byte(got_ + i);
       got_ += n;
       echo_.insert(echo_.end(), buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -591,36 +569,32 @@ class StreamTarget : public Target {
     while (!echo_.empty()) {
       std::size_t took = 0;
       const Bytes front(echo_.begin(), echo_.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(echo_.size(), 16384)));
-      if (target_.send(tc_, front, took) != Status::kOk || took == 0) break;
+      if (target_->send(tc_, front, took) != Status::kOk || took == 0) break;
       echo_.erase(echo_.begin(), echo_.begin() + static_cast<std::ptrdiff_t>(took));
     }
-    while (lc_ != ulp::kNoConn && legit_.recv(lc_, buf_, n) == Status::kOk && n > 0) {
+    while (lc_ != ulp::kNoConn && legit_->recv(lc_, buf_, n) == Status::kOk && n > 0) {
       for (std::size_t i = 0; i < n; ++i) bad_ += buf_[i] != stream_byte(echoed_ + i);
       echoed_ += n;
     }
     return true;
   }
-  bool poll_target() override { return target_.poll() >= 0; }
   bool legit_done() const override { return echoed_ == planned_; }
-  void expect(const Bytes& p) override {
-    ulp::SegmentHeader h;
-    ++(ulp::decode(p, h) == Status::kOk ? decodable_ : malformed_);
-  }
+  void expect(const Bytes& p) override { judge<ulp::SegmentHeader>(p); }
   std::string check() override {
-    const ulp::StreamEndpointStats& s = target_.stats();
+    const ulp::StreamEndpointStats& s = target_->stats();
     EXPECT_EQ(s.malformed, malformed_) << name_;
-    EXPECT_EQ(s.segments + s.malformed + s.stray + s.refused_syn, target_.net().stats().upcalls)
+    EXPECT_EQ(s.segments + s.malformed + s.stray + s.refused_syn, target_->net().stats().upcalls)
         << name_ << ": every segment in one counter";
-    EXPECT_EQ(s.segments + s.stray + s.refused_syn, decodable_ + legit_.net().stats().sent) << name_;
+    EXPECT_EQ(s.segments + s.stray + s.refused_syn, decodable_ + legit_->net().stats().sent) << name_;
     EXPECT_EQ(bad_, 0u) << name_ << ": legitimate bytes altered";
     EXPECT_EQ(got_, planned_) << name_;
     ulp::StreamState st;
-    EXPECT_EQ(target_.state(tc_, st), Status::kOk);
+    EXPECT_EQ(target_->state(tc_, st), Status::kOk);
     EXPECT_EQ(st, ulp::StreamState::kEstablished) << name_;
     std::ostringstream r;
     r << "stream: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), " << decodable_
       << " decodable (stray " << s.stray << ", refused_syn " << s.refused_syn << ", segments " << s.segments
-      << " less " << legit_.net().stats().sent << " legitimate; " << s.resets_sent << " RSTs sent back); legitimate: "
+      << " less " << legit_->net().stats().sent << " legitimate; " << s.resets_sent << " RSTs sent back); legitimate: "
       << planned_ << " bytes there and back, checked both ways";
     return r.str();
   }
@@ -628,49 +602,32 @@ class StreamTarget : public Target {
  private:
   static std::byte stream_byte(std::uint64_t i) { return static_cast<std::byte>(i * 7 + (i >> 9)); }
 
-  std::string name_;
-  ulp::StreamEndpoint target_, legit_;
   ulp::ConnId lc_ = ulp::kNoConn, tc_ = ulp::kNoConn;
   std::vector<std::byte> buf_ = std::vector<std::byte>(16384);
   Bytes echo_;
   std::uint64_t planned_, queued_ = 0, got_ = 0, echoed_ = 0, bad_ = 0;
-  std::uint64_t malformed_ = 0, decodable_ = 0;
 };
 
 class WireFuzz : public ::testing::Test {
  protected:
   void SetUp() override { UNET_REQUIRE_TWO_DEVICES(); }
-  static void report(const std::string& line) { std::printf("wire fuzz: %s\n", line.c_str()); }
+  // Runs the fuzzer against a T on transport `t` and prints its report (core UD: with a stranger).
+  template <class T>
+  static void fuzz(Transport t) {
+    T target(t);
+    const bool rc = t == Transport::kRc;
+    const Options o{.rc = rc, .target_buffer = rc ? kRcBuffer : kUdBuffer, .stranger = !rc && std::is_same_v<T, CoreTarget>};
+    std::printf("wire fuzz: %s\n", run(target, o).c_str());
+  }
 };
 
-TEST_F(WireFuzz, CoreUd) {
-  CoreTarget t(Transport::kUd);
-  report(run(t, {.rc = false, .target_buffer = kUdBuffer, .stranger = true}));
-}
-TEST_F(WireFuzz, CoreRc) {
-  CoreTarget t(Transport::kRc);
-  report(run(t, {.rc = true, .target_buffer = kRcBuffer}));
-}
-TEST_F(WireFuzz, UamUd) {
-  UamTarget t(Transport::kUd);
-  report(run(t, {.rc = false, .target_buffer = kUdBuffer}));
-}
-TEST_F(WireFuzz, UamRc) {
-  UamTarget t(Transport::kRc);
-  report(run(t, {.rc = true, .target_buffer = kRcBuffer}));
-}
-TEST_F(WireFuzz, DatagramUd) {
-  DatagramTarget t;
-  report(run(t, {.rc = false, .target_buffer = kUdBuffer}));
-}
-TEST_F(WireFuzz, StreamUd) {
-  StreamTarget t(Transport::kUd);
-  report(run(t, {.rc = false, .target_buffer = kUdBuffer}));
-}
-TEST_F(WireFuzz, StreamRc) {
-  StreamTarget t(Transport::kRc);
-  report(run(t, {.rc = true, .target_buffer = kRcBuffer}));
-}
+TEST_F(WireFuzz, CoreUd) { fuzz<CoreTarget>(Transport::kUd); }
+TEST_F(WireFuzz, CoreRc) { fuzz<CoreTarget>(Transport::kRc); }
+TEST_F(WireFuzz, UamUd) { fuzz<UamTarget>(Transport::kUd); }
+TEST_F(WireFuzz, UamRc) { fuzz<UamTarget>(Transport::kRc); }
+TEST_F(WireFuzz, DatagramUd) { fuzz<DatagramTarget>(Transport::kUd); }
+TEST_F(WireFuzz, StreamUd) { fuzz<StreamTarget>(Transport::kUd); }
+TEST_F(WireFuzz, StreamRc) { fuzz<StreamTarget>(Transport::kRc); }
 
 }  // namespace
 }  // namespace unet::test::fuzz

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "raw_peer.h"
+#include "layer_channel.h"
 #include "uam_pair.h"
 #include "unet/uam/endpoint.h"
 #include "unet/uam/wire_header.h"
@@ -30,29 +30,7 @@ class UamMisuse : public ::testing::TestWithParam<core::Transport> {
   void SetUp() override { UNET_REQUIRE_DEVICE(); }
 };
 
-// A uam endpoint with a channel to a raw QP of the same transport.
-struct RawChannel {
-  Endpoint ep;
-  test::RawPeer raw;
-  ChannelId ch;
-  RawChannel(core::Transport t, const Config& cfg = {})
-      : ep(net_config(t), cfg),
-        raw(test::device_name(), t == core::Transport::kRc ? verbs::QpType::kRc : verbs::QpType::kUd) {
-    const core::ChannelOffer o = ep.offer_channel();
-    ch = ep.accept_offer(o, raw.line());
-    raw.connect(o.local);
-  }
-  // Polls the endpoint (the raw peer's answers drained) until `done`, for at most 10 s.
-  template <class Done>
-  bool pump(Done&& done) {
-    const auto end = std::chrono::steady_clock::now() + 10s;
-    while (!done()) {
-      if (ep.poll() < 0 || std::chrono::steady_clock::now() > end) return false;
-      (void)raw.drain();
-    }
-    return true;
-  }
-};
+using RawChannel = test::RawChannel<Endpoint>;
 
 // The bytes of one well-formed request: the first message a channel sends (seq 0, nothing acked).
 std::vector<std::byte> first_request(std::uint64_t word) {
@@ -96,7 +74,7 @@ TEST_P(UamMisuse, WaitTakesAnyTimeout) {
 // An empty packet (and, over RC, an empty RDMA WRITE with immediate data, which takes a receive
 // too) is counted as malformed and changes nothing: the next real request runs as the first.
 TEST_P(UamMisuse, EmptyPacketsAreCountedAsMalformed) {
-  RawChannel rc(GetParam());
+  RawChannel rc(net_config(GetParam()));
   std::vector<std::uint64_t> words;
   ASSERT_EQ(rc.ep.on_request(kSink, [&](Token&, const Message& m) {
     words.push_back(m.args[0]);
@@ -127,7 +105,7 @@ TEST(UamMisuseUd, PacketsForAFailedChannelAreCounted) {
   UNET_REQUIRE_DEVICE();
   Config cfg;
   cfg.reliability.max_retries = 1;
-  RawChannel rc(core::Transport::kUd, cfg);
+  RawChannel rc(net_config(core::Transport::kUd), cfg);
   int handled = 0;
   Status completion = Status::kOk;
   ASSERT_EQ(rc.ep.on_request(kSink, [&](Token&, const Message&) { ++handled; return Disposition::kDone; }),

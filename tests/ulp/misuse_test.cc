@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "raw_peer.h"
+#include "layer_channel.h"
 #include "stream_support.h"
 #include "unet/ulp/datagram_endpoint.h"
 #include "unet/ulp/segment_header.h"
@@ -25,29 +25,8 @@ std::vector<std::byte> bytes(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
-// A layer endpoint (DatagramEndpoint or StreamEndpoint) with a channel to a raw QP.
 template <class Layer>
-struct RawChannel {
-  Layer ep;
-  unet::test::RawPeer raw;
-  ChannelId ch;
-  explicit RawChannel(const core::EndpointConfig& net)
-      : ep(net), raw(unet::test::device_name(), net.transport == core::Transport::kRc ? verbs::QpType::kRc
-                                                                                        : verbs::QpType::kUd) {
-    const core::ChannelOffer o = ep.offer_peer();
-    ch = ep.accept_peer(o, raw.line());
-    raw.connect(o.local);
-  }
-  template <class Done>
-  bool pump(Done&& done) {
-    const auto end = std::chrono::steady_clock::now() + 10s;
-    while (!done()) {
-      if (ep.poll() < 0 || std::chrono::steady_clock::now() > end) return false;
-      (void)raw.drain();
-    }
-    return true;
-  }
-};
+using RawChannel = unet::test::RawChannel<Layer>;
 
 // The datagram layer's accounting: every fragment received is in exactly one counter.
 std::uint64_t accounted(DatagramEndpoint& ep) {
