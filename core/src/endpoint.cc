@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <random>
 
 #include "endpoint_impl.h"
 #include "ring_offer.h"
@@ -27,6 +28,15 @@ EndpointConfig checked(EndpointConfig c) {
     verbs::throw_error("Endpoint", "config", EINVAL,
                        "ring_slots must be a power of two in 2..16384 and ring_slot_bytes a multiple of 8 in 32..32768");
   return c;
+}
+
+// A random 64-bit number for the endpoint's offers, never 0 (a default ChannelOffer's). Set-up:
+// may throw.
+std::uint64_t random_nonce() {
+  std::random_device rd;
+  std::uint64_t n = 0;
+  while (n == 0) n = std::uint64_t{rd()} << 32 ^ rd();
+  return n;
 }
 
 }  // namespace
@@ -62,6 +72,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
                                                static_cast<std::uint32_t>(Descriptor::kInlineBytes), device_inline});
   inline_post_limit_ = std::min(config_.inline_post_limit, device_inline);
   max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
+  inline_threshold_ = std::min(inline_threshold_, max_message_);  // send_inline obeys max_message()
+  offer_nonce_ = random_nonce();
   // An eighth of the free queue may wait unposted, to be reposted with one doorbell.
   repost_batch_ = std::clamp<std::uint32_t>(config_.free_queue_depth / 8, 1, kBatch);
 
@@ -153,14 +165,15 @@ ChannelOffer Endpoint::offer_channel(const ChannelOptions& options) {
   } else {
     local = v_->ud_qp->local_info(v_->path);
   }
-  ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size())};
+  ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size()), offer_nonce_};
   if (config_.transport == Transport::kRc && options.ring) make_ring(*ch, offer.local);
   channels_.push_back(std::move(ch));
   return offer;
 }
 
 ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view peer_half) {
-  if (offer.slot >= channels_.size() || channels_[offer.slot]->state != Channel::State::kOffered)
+  if (offer.nonce != offer_nonce_ || offer.slot >= channels_.size() ||
+      channels_[offer.slot]->state != Channel::State::kOffered)
     verbs::throw_error("accept_offer", "endpoint", EINVAL, "not a pending offer of this endpoint");
   std::string_view local_line = offer.local, peer_line = peer_half;
   ring::Geometry local_ring, peer_ring;

@@ -370,6 +370,8 @@ UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
     if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
     if (ch == kNoChannel) ++stats_.unknown_tag_drops;
     else if (RingChannel* r = channels_[ch]->ring.get()) ring_before_send(*r);
+  } else [[unlikely]] {
+    arrival_failed(i);  // endpoint_recover.cc
   }
   if (ch == kNoChannel) {  // dropped (unknown tag) or failed: straight back to the free queue
     (void)release(b);

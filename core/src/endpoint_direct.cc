@@ -45,7 +45,8 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   if (Status s = channel_status(ch); s != Status::kOk) return s;
   if (!local || len == 0) return Status::kInvalidArgument;
   if (kind == OpKind::kSend) {
-    if (head.size() > kMaxSendHead || len > max_message_ - head.size()) return Status::kInvalidArgument;
+    // In 64 bits: head and payload together, however small max_message() is.
+    if (head.size() > kMaxSendHead || head.size() + len > max_message_) return Status::kInvalidArgument;
   } else {
     if (config_.transport != Transport::kRc) return Status::kInvalidState;  // one-sided needs RC
     // Refuse what cannot be inside the window (the peer's device would refuse it anyway).

@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "endpoint_impl.h"
+#include "unet/verbs/deadline.h"
 
 namespace unet::core {
 
@@ -27,7 +28,7 @@ Status Endpoint::arm() noexcept {
 }
 
 Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const verbs::Deadline deadline(timeout);
   const std::uint64_t upcalls = stats_.upcalls, ops = stats_.ops_completed, errors = stats_.send_errors;
   auto arrived = [&] {
     return !recv_queue_.empty() || stats_.upcalls != upcalls || stats_.ops_completed != ops ||
@@ -39,10 +40,9 @@ Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
     if (Status s = arm(); s != Status::kOk) return s;
     if (poll() < 0) return Status::kDeviceError;  // what raced the arming
     if (arrived()) return Status::kOk;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return Status::kTimeout;
+    if (deadline.passed()) return Status::kTimeout;
     pollfd p{notify_fd(), POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    int ready = ::poll(&p, 1, deadline.poll_timeout());
     if (ready < 0 && errno != EINTR) return Status::kDeviceError;
     if (ready > 0) {
       if (Status s = drain_events(); s != Status::kOk) return s;

@@ -1,4 +1,5 @@
-// Endpoint recovery: a UD endpoint whose one QP went to the error state is brought back.
+// Endpoint recovery: a UD endpoint whose one QP went to the error state is brought back, and an
+// arrival the device failed is counted and its QP's state looked at.
 //
 // A UD send can fail at the device for a reason that has nothing to do with any peer — no route
 // while a link is down is the one seen on rxe — and the QP then sits in the error state: every
@@ -6,6 +7,9 @@
 // share the QP, and they are datagrams to peers that did nothing wrong, so instead the QP is reset
 // and moved back to RTS. Its number stays the same, so the peers' address of us (their channels)
 // stays valid; what was lost is what UD may lose anyway, and every send it cost was reported.
+// An arrival can fail the QP as well — a datagram longer than the posted buffer is a local length
+// error, after which rxe holds the UD QP in ERROR — and anyone may send one: poll() sees the
+// failed receive and brings the QP back at once, so a receive-only endpoint is not left deaf.
 #include "endpoint_impl.h"
 
 namespace unet::core {
@@ -57,6 +61,33 @@ int Endpoint::recover_ud_qp() noexcept {
   recovery_backoff_ = 0;
   ++stats_.qp_recoveries;
   return 1;
+}
+
+// Receive completion i of the batch failed. Its buffer goes back to the free queue (arrived()).
+// A flushed receive is not an arrival but the consequence of its QP's failure: not counted.
+void Endpoint::arrival_failed(std::size_t i) noexcept {
+  const verbs::WorkCompletion& wc = v_->wc[i];
+  if (wc.status == IBV_WC_WR_FLUSH_ERR) return;
+  ++stats_.recv_errors;
+  if (v_->ud_qp) {
+    // The next poll() resets the QP and brings it back to RTS (the lane's sends fail meanwhile).
+    if (v_->ud_qp->refresh_state() != Status::kOk || v_->ud_qp->state() != verbs::QpState::kRts)
+      lanes_[0]->failed = true;
+    return;
+  }
+  // RC: a receive error fails the QP it came on (the sender sees a NAK); so does its channel.
+  const ChannelId ch = v_->tags.find(wc.qp_num);
+  if (ch == kNoChannel) return;
+  Channel& c = *channels_[ch];
+  if (Lane& lane = *lanes_[c.lane]; !lane.failed) {
+    if (verbs::QueuePair* qp = c.rc_qp()) {
+      try {
+        qp->to_error();  // in case the device left it up: its posted sends flush
+      } catch (...) {
+      }
+    }
+    abort_lane(lane, Status::kFlushed);
+  }
 }
 
 }  // namespace unet::core

@@ -24,7 +24,11 @@ std::uint64_t address_of(const void* p) { return reinterpret_cast<std::uint64_t>
 // no error) when the endpoint already has max_rings of them.
 void Endpoint::make_ring(Channel& ch, std::string& offer_line) {
   if (free_ring_ids_.empty()) return;
-  const std::uint32_t slots = config_.ring_slots, slot_bytes = config_.ring_slot_bytes;
+  // A slot carries no more than one of our buffers would (max_message()): larger messages come by
+  // SEND, as on a plain channel.
+  const std::uint32_t slots = config_.ring_slots;
+  const std::uint32_t slot_bytes = std::clamp(ring::pad8(max_message_) + ring::kOverhead, ring::kMinSlotBytes,
+                                              config_.ring_slot_bytes);
   const std::uint32_t staging = std::bit_ceil(std::max<std::uint32_t>(config_.send_queue_depth, 1));
   auto r = std::make_unique<RingChannel>(slots, slot_bytes);
   const std::size_t remote = std::size_t{slots} * slot_bytes + ring::kControlBytes;

@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -426,6 +427,16 @@ TEST(EndpointRc, ChannelsThroughRdmaCm) {
   Endpoint server(config(Transport::kRc)), client(config(Transport::kRc));
   std::uint16_t port = server.listen_cm(addr, 0);
   ASSERT_NE(port, 0);
+  // Its waits take any timeout: with none at all, down to milliseconds::min(), an accept gives up
+  // at once (ETIMEDOUT) rather than overflowing its deadline.
+  for (const auto t : {std::chrono::milliseconds::min(), -5ms}) {
+    try {
+      (void)server.accept_cm(t);
+      FAIL() << "accepted nothing";
+    } catch (const verbs::Error& e) {
+      EXPECT_EQ(e.error_number(), ETIMEDOUT) << e.what();
+    }
+  }
   ChannelId sc = kNoChannel;
   std::thread acceptor([&] { sc = server.accept_cm(10s); });  // the server is used by this thread only
   ChannelId cc = client.connect_cm(addr, port, 10s);

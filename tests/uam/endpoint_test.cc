@@ -14,42 +14,18 @@
 
 #include "device_env.h"
 #include "endpoint_support.h"
+#include "uam_pair.h"
 
 namespace unet::uam {
 namespace {
 
 using namespace std::chrono_literals;
 using core::ChannelId;
+using test::net_config;
+using Pair = test::UamPair;
+using test::pattern;
 
 constexpr HandlerId kEcho = 1, kEchoReply = 2, kSink = 3, kStored = 4, kGot = 5, kKeep = 6;
-
-core::EndpointConfig net_config(core::Transport t, std::uint32_t free_depth = 64) {
-  core::EndpointConfig c = test::endpoint_config(t, 256);
-  c.free_queue_depth = free_depth;
-  c.send_queue_depth = 128;
-  return c;
-}
-
-struct Pair {
-  Endpoint a, b;
-  ChannelId ab = 0, ba = 0;
-  Pair(const core::EndpointConfig& ca, const core::EndpointConfig& cb, const Config& cfg = {})
-      : a(ca, cfg), b(cb, cfg) {
-    core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
-    ab = a.accept_offer(oa, ob.local);
-    ba = b.accept_offer(ob, oa.local);
-  }
-  // Polls both (at least once) until `done` holds, for at most `timeout`.
-  bool pump(const std::function<bool()>& done, std::chrono::milliseconds timeout = 20s) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    do {
-      if (a.poll() < 0 || b.poll() < 0) return false;
-      if (std::chrono::steady_clock::now() > end) return false;
-    } while (!done());
-    return true;
-  }
-  bool step() { return pump([] { return true; }); }
-};
 
 // `survivor` with `requests` to kSink outstanding on channel `ch` to `doomed`, a peer that never
 // polls (so never answers) and that the test destroys when it likes; `errors` counts the
@@ -70,12 +46,6 @@ struct DoomedPeer {
     EXPECT_GE(survivor.poll(), 0);  // posted
   }
 };
-
-std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
-  return v;
-}
 
 class UamTransport : public ::testing::TestWithParam<core::Transport> {};
 

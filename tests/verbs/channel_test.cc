@@ -80,5 +80,18 @@ TEST_F(Channel, WaitTimesOutThenWakes) {  verbs::CompletionQueue* which = nullpt
   EXPECT_TRUE(dst->matches(9, 64));
 }
 
+// Any timeout: none at all (down to milliseconds::min()) times out at once; milliseconds::max()
+// waits for the event instead of overflowing its deadline.
+TEST_F(Channel, WaitTakesAnyTimeout) {
+  verbs::CompletionQueue* which = nullptr;
+  for (const auto t : {std::chrono::milliseconds::min(), -1ms, 0ms}) EXPECT_EQ(ch->wait(t, which), Status::kTimeout);
+  auto s = src->send(IBV_WR_SEND, 64, 0, 0, 0);
+  ASSERT_EQ(sender->post_send(s.wr), Status::kOk);
+  ASSERT_EQ(ch->wait(std::chrono::milliseconds::max(), which), Status::kOk);
+  EXPECT_EQ(which, rcq.get());
+  EXPECT_EQ(verbs::status_of(wait_one(*rcq, 1s)), Status::kOk);
+  EXPECT_TRUE(dst->matches(9, 64));
+}
+
 }  // namespace
 }  // namespace unet::test

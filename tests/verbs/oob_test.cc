@@ -76,6 +76,27 @@ TEST(Oob, AcceptAndReceiveTimeOut) {
   }
 }
 
+// Any timeout: none at all (down to Millis::min()) times out at once; Millis::max() waits for
+// what comes instead of overflowing its deadline.
+TEST(Oob, AnyTimeoutIsSafe) {
+  OobListener listener("127.0.0.1", 0);
+  for (const Millis t : {Millis::min(), Millis(-1), Millis(0)}) {
+    try {
+      (void)listener.accept(t);
+      FAIL() << "accepted nobody";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.error_number(), ETIMEDOUT) << e.what();
+    }
+  }
+  auto server = std::async(std::launch::async, [&] {
+    OobSocket s = listener.accept(Millis::max());
+    return exchange_as_server(s, info(0x2), Millis::max());
+  });
+  OobSocket c = OobSocket::connect("127.0.0.1", listener.port(), Millis::max());
+  EXPECT_EQ(exchange_as_client(c, info(0x1), Millis::max()), info(0x2));
+  EXPECT_EQ(server.get(), info(0x1));
+}
+
 TEST(Oob, GarbageFromThePeerIsRefused) {
   OobListener listener("127.0.0.1", 0);
   OobSocket c = OobSocket::connect("127.0.0.1", listener.port(), 1s);

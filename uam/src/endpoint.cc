@@ -3,6 +3,7 @@
 #include <string>
 
 #include "endpoint_impl.h"
+#include "unet/verbs/deadline.h"
 
 namespace unet::uam {
 
@@ -23,10 +24,17 @@ Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config)
   if (config.window == 0 || config.window > CreditWindow::kMaxWindow)
     throw std::invalid_argument("uam::Endpoint: window must be 1..127");
   config_.reliability = sender_config(config);
+  config_.keepalive = verbs::clamp_timer(config.keepalive);  // max(): never; added to the clock
   if (net.send_queue_depth < 2 * kReplySlots)
     throw std::invalid_argument("uam::Endpoint: send_queue_depth must be at least " + std::to_string(2 * kReplySlots) +
                                 " (the reply reserve is " + std::to_string(kReplySlots) + ")");
   net_ = std::make_unique<core::Endpoint>(net);
+  // Every message must fit core's max_message(): the largest header at least, so that
+  // max_payload() never goes below zero.
+  if (net_->max_message() < header_bytes(kMaxArgs))
+    throw std::invalid_argument("uam::Endpoint: the endpoint's max_message() is " +
+                                std::to_string(net_->max_message()) + " bytes; a message header with " +
+                                std::to_string(kMaxArgs) + " words needs " + std::to_string(header_bytes(kMaxArgs)));
   ud_ = net.transport == core::Transport::kUd;
   // Receive buffers one peer can take at once: W requests (or stores), replies to our W
   // requests, and the explicit credit/ack messages those provoke (one per W/2, plus UD probes;

@@ -54,7 +54,12 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
                     : std::span<const std::byte>(net_->buffer(pk.buffer).first(d.length));
   Peer* p = peer(d.channel);
   const Time t = poll_now_ != Time{} ? poll_now_ : now();
-  while (!rest.empty()) {
+  // At least one message: an empty packet is refused as malformed (too short), not skipped.
+  do {
+    if (!p || !p->open) {  // the channel failed or closed, maybe in a handler of this packet
+      ++stats_.closed_drops;
+      break;
+    }
     Header h;
     std::size_t used = 0;
     WireFault fault;
@@ -62,10 +67,9 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
       ++stats_.malformed;
       break;
     }
-    if (!p || !p->open) break;
     message(*p, h, rest.subspan(header_bytes(h.arg_count), h.payload_length), pk, t);
     rest = rest.subspan(used);
-  }
+  } while (!rest.empty());
   done_with(pk);
 }
 
@@ -87,6 +91,7 @@ void Endpoint::message(Peer& p, const Header& h, std::span<const std::byte> payl
   // our requests, since a reply the peer sent earlier (and we lost) must run first.
   bool in_step = false, deliver = false;
   if (h.kind == Kind::kCredit) {
+    ++stats_.credit_messages_received;
     if (h.probe) p.credits.on_probe();
     in_step = h.seq == p.rx.ack();
   } else if (p.rx.on_arrival(h.seq, t) == Arrival::kDeliver) {
@@ -141,10 +146,17 @@ Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std:
   } else {
     m.payload = payload;
   }
-  Token token(p.ch, h.token);
+  Token token(p.ch, h.token, ++serials_);
   ++stats_.requests_handled;
   ++work_;
-  return fn->request(token, m);
+  const std::uint64_t outer = handling_;
+  const bool outer_answered = answered_;
+  handling_ = token.serial_;
+  answered_ = false;
+  const Disposition d = fn->request(token, m);
+  handling_ = outer;  // from here on no copy of `token` answers
+  answered_ = outer_answered;
+  return d;
 }
 
 UNET_ALWAYS_INLINE
@@ -158,6 +170,7 @@ Disposition Endpoint::run_reply(Peer& p, const Header& h, std::span<const std::b
   e.replied = true;
   const Handler* fn = nullptr;
   if (h.kind == Kind::kErrorReply) {
+    ++stats_.error_replies;
     e.status = error_status(h);
   } else if (handlers_.lookup(h.handler, HandlerKind::kReply, fn) != Status::kOk) {
     ++stats_.unknown_handler;

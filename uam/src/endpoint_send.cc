@@ -212,7 +212,8 @@ Status Endpoint::request(ChannelId ch, HandlerId handler, std::span<const std::u
 
 Status Endpoint::reply(Token& token, HandlerId handler, std::span<const std::uint64_t> args,
                        std::span<const std::byte> payload) noexcept {
-  if (token.replied_) return Status::kInvalidState;
+  // Only the running handler's request, and only once: copies share the serial and the answer.
+  if (token.serial_ != handling_ || answered_) return Status::kInvalidState;
   Peer* p = nullptr;
   if (Status s = check_send(token.channel_, args, payload.size(), p); s != Status::kOk) return s;
   const std::size_t bytes = header_bytes(args.size()) + payload.size();
@@ -223,7 +224,7 @@ Status Endpoint::reply(Token& token, HandlerId handler, std::span<const std::uin
     // fits inside a descriptor.
     ++stats_.reply_no_buffer;
     const Status s = send_error(*p, token.id_, Status::kNoResource);
-    token.replied_ = s == Status::kOk;
+    answered_ = token.replied_ = s == Status::kOk;
     return s == Status::kOk ? Status::kNoResource : s;
   }
   h.kind = Kind::kReply;
@@ -232,7 +233,7 @@ Status Endpoint::reply(Token& token, HandlerId handler, std::span<const std::uin
   std::copy(args.begin(), args.end(), h.args.begin());
   const Status s = send_message(*p, h, payload);
   if (s == Status::kOk) {
-    token.replied_ = true;
+    answered_ = token.replied_ = true;
     ++stats_.replies_sent;
   }
   return s;

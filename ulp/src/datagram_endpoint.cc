@@ -8,6 +8,7 @@
 #include <string>
 
 #include "unet/core/wait_until.h"
+#include "unet/verbs/deadline.h"
 
 namespace unet::ulp {
 
@@ -147,7 +148,7 @@ void DatagramEndpoint::arrival(const core::Descriptor& d) noexcept {
   if (decode(bytes, h) != Status::kOk) {
     ++stats_.malformed;
   } else if (!(port = find(h.dst_port))) {
-    stats_.unbound_drops += h.index == 0;  // one count per datagram
+    ++stats_.unbound_drops;  // every fragment: its datagram's others may never come
   }
   const std::span<const std::byte> frag = port ? bytes.subspan(kDatagramHeaderBytes) : std::span<const std::byte>{};
   Entry e;
@@ -215,7 +216,7 @@ Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out,
 int DatagramEndpoint::next_timer_ms() const noexcept {
   if (reassembly_.assembling() == 0) return -1;
   // The oldest incomplete datagram expires within one timeout from now: check that often.
-  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(config_.reassembly.timeout).count());
+  return verbs::clamp_ms(std::chrono::ceil<std::chrono::milliseconds>(config_.reassembly.timeout));
 }
 
 int DatagramEndpoint::poll() noexcept {

@@ -51,7 +51,10 @@ Reassembler::Outcome Reassembler::add(std::uint32_t peer, const DatagramHeader& 
   }
   s.seen.set(h.index);
   std::memcpy(memory_.get() + std::size_t{at} * kMaxDatagram + h.offset(), fragment.data(), fragment.size());
-  if (++s.received < s.count) return Outcome::kIncomplete;
+  if (++s.received < s.count) {
+    ++stats_.held;
+    return Outcome::kIncomplete;
+  }
   s.state = State::kComplete;
   ++stats_.completed;
   slot = at;

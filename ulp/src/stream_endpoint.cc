@@ -4,6 +4,7 @@
 
 #include "stream_impl.h"
 #include "unet/core/wait_until.h"
+#include "unet/verbs/deadline.h"
 
 namespace unet::ulp {
 
@@ -20,7 +21,14 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
       config.recv_buffer > (1u << 30))
     throw std::invalid_argument("StreamEndpoint: buffers must be 1 KiB .. 1 GiB");
   config.rtt.validate();
+  // The timeouts are added to the clock: milliseconds::max() (or anything past a century) means
+  // never, and a negative one is zero.
+  for (auto* t : {&config_.connect_timeout, &config_.dead_peer_timeout, &config_.time_wait})
+    *t = verbs::clamp_timer(*t);
   net_ = std::make_unique<core::Endpoint>(net);
+  // A segment carries the header and at least a full set of SACK blocks (a pure ACK's payload).
+  if (net_->max_message() < kSegmentHeaderBytes + kMaxSackBlocks * kSackBlockBytes)
+    throw std::invalid_argument("StreamEndpoint: the endpoint's max_message() is too small for a segment");
   mss_ = net_->max_message() - static_cast<std::uint32_t>(kSegmentHeaderBytes);
   // Never advertise more than half the posted receive buffers can hold: UD drops what finds none
   // (RC would hold the sender back with RNR waits).
@@ -290,7 +298,7 @@ int StreamEndpoint::next_timer_ms() const noexcept {
   }
   if (next == Time::max()) return -1;
   if (next <= t) return 0;
-  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next - t).count());
+  return verbs::clamp_ms(std::chrono::ceil<std::chrono::milliseconds>(next - t));
 }
 
 Status StreamEndpoint::wait(ConnId id, std::chrono::milliseconds timeout) noexcept {

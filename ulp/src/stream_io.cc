@@ -63,6 +63,7 @@ void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
   } else if (Conn* c = find(d.channel, h.dst_port, h.src_port)) {
     c->last_heard = now();
     ++c->stats.segments_received;
+    ++stats_.segments;
     on_segment(*c, h, bytes.subspan(kSegmentHeaderBytes));
   } else if (h.has(kSyn) && !h.has(kAck)) {
     on_syn(d.channel, h);
@@ -85,6 +86,7 @@ void StreamEndpoint::on_syn(ChannelId peer, const SegmentHeader& h) noexcept {
     if (!l) (void)send_reset(peer, h, 0);  // nobody listens; a full backlog lets the SYN retry
     return;
   }
+  ++stats_.segments;
   c->listener = l->port;
   c->irs = h.seq;
   c->rcv_nxt = c->rcv_read = h.seq + 1;

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "unet/verbs/completion_queue.h"
+#include "unet/verbs/deadline.h"
 #include "unet/verbs/error.h"
 
 namespace unet::verbs {
@@ -34,15 +35,13 @@ Status CompletionChannel::get_event(CompletionQueue*& cq) noexcept {
 }
 
 Status CompletionChannel::wait(std::chrono::milliseconds timeout, CompletionQueue*& cq) noexcept {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  const Deadline deadline(timeout);
   for (;;) {
     Status s = get_event(cq);
     if (s != Status::kNoResource) return s;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return Status::kTimeout;
+    if (deadline.passed()) return Status::kTimeout;
     pollfd p{ch_->fd, POLLIN, 0};
-    int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    int rc = ::poll(&p, 1, deadline.poll_timeout());
     if (rc < 0 && errno != EINTR) return Status::kDeviceError;
   }
 }

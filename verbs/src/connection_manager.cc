@@ -10,12 +10,11 @@
 
 #include "addr_info.h"
 #include "qp_init_attr.h"
+#include "unet/verbs/deadline.h"
 #include "unet/verbs/error.h"
 
 namespace unet::verbs {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 rdma_event_channel* make_channel(const std::string& object) {
   rdma_event_channel* ch = rdma_create_event_channel();
@@ -44,14 +43,13 @@ struct Event {
 
 // Waits up to `timeout` for the next event. false on timeout.
 bool next_event(rdma_event_channel* ch, std::chrono::milliseconds timeout, Event& out) {
-  auto deadline = Clock::now() + timeout;
+  const Deadline deadline(timeout);
   for (;;) {
     if (rdma_get_cm_event(ch, &out.ev) == 0) return true;
     if (errno != EAGAIN) throw_error("rdma_get_cm_event", "event channel", errno);
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
+    if (deadline.passed()) return false;
     pollfd p{ch->fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)
+    if (::poll(&p, 1, deadline.poll_timeout()) < 0 && errno != EINTR)
       throw_error("poll", "rdma_cm event channel", errno);
   }
 }
@@ -191,7 +189,7 @@ std::unique_ptr<CmConnection> cm_connect(std::string_view host, std::uint16_t po
   if (rdma_create_id(conn->channel_, &conn->id_, nullptr, RDMA_PS_TCP) != 0)
     throw_error("rdma_create_id", object, errno);
   AddrInfo ai(host, port, AF_INET, false);
-  int ms = static_cast<int>(params.timeout.count());
+  const int ms = clamp_ms(params.timeout);
   {
     if (rdma_resolve_addr(conn->id_, nullptr, ai.list->ai_addr, ms) != 0)
       throw_error("rdma_resolve_addr", object, errno);

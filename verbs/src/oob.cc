@@ -12,30 +12,24 @@
 #include <thread>
 
 #include "addr_info.h"
+#include "unet/verbs/deadline.h"
 #include "unet/verbs/error.h"
 
 namespace unet::verbs {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 std::string endpoint_name(std::string_view host, std::uint16_t port) {
   return std::string(host.empty() ? "*" : host) + ":" + std::to_string(port);
 }
 
-int millis_left(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
-  return left > 0 ? static_cast<int>(left) : 0;
-}
-
 // Waits for `events` on fd until the deadline; throws ETIMEDOUT naming `what`.
-void wait_fd(int fd, short events, Clock::time_point deadline, const char* what) {
+void wait_fd(int fd, short events, const Deadline& deadline, const char* what) {
   for (;;) {
     pollfd p{fd, events, 0};
-    int rc = ::poll(&p, 1, millis_left(deadline));
+    int rc = ::poll(&p, 1, deadline.poll_timeout());
     if (rc > 0) return;
-    if (rc == 0) throw_error(what, "out-of-band socket", ETIMEDOUT);
-    if (errno != EINTR) throw_error("poll", "out-of-band socket", errno);
+    if (rc == 0 && deadline.passed()) throw_error(what, "out-of-band socket", ETIMEDOUT);
+    if (rc < 0 && errno != EINTR) throw_error("poll", "out-of-band socket", errno);
   }
 }
 
@@ -48,7 +42,7 @@ int make_socket(const addrinfo* ai) {
 }  // namespace
 
 OobSocket OobSocket::connect(std::string_view host, std::uint16_t port, Millis timeout) {
-  auto deadline = Clock::now() + timeout;
+  const Deadline deadline(timeout);
   AddrInfo ai(host, port, AF_UNSPEC, false);
   int last_err = ETIMEDOUT;
   do {
@@ -60,7 +54,7 @@ OobSocket OobSocket::connect(std::string_view host, std::uint16_t port, Millis t
           continue;
         }
         pollfd p{s.fd_, POLLOUT, 0};
-        if (::poll(&p, 1, millis_left(deadline)) <= 0) continue;
+        if (::poll(&p, 1, deadline.poll_timeout()) <= 0) continue;
         int err = 0;
         socklen_t len = sizeof err;
         getsockopt(s.fd_, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -75,7 +69,7 @@ OobSocket OobSocket::connect(std::string_view host, std::uint16_t port, Millis t
     }
     // The server may not be listening yet: retry until the deadline, like a patient client.
     std::this_thread::sleep_for(Millis(50));
-  } while (Clock::now() < deadline);
+  } while (!deadline.passed());
   throw_error("connect", endpoint_name(host, port), last_err,
               "no out-of-band server answered within " + std::to_string(timeout.count()) + " ms");
 }
@@ -94,7 +88,7 @@ OobSocket::~OobSocket() {
 }
 
 void OobSocket::send_all(std::string_view data, Millis timeout) {
-  auto deadline = Clock::now() + timeout;
+  const Deadline deadline(timeout);
   while (!data.empty()) {
     ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -108,7 +102,7 @@ void OobSocket::send_all(std::string_view data, Millis timeout) {
 }
 
 void OobSocket::recv_exact(std::span<char> out, Millis timeout) {
-  auto deadline = Clock::now() + timeout;
+  const Deadline deadline(timeout);
   std::size_t got = 0;
   while (got < out.size()) {
     ssize_t n = ::recv(fd_, out.data() + got, out.size() - got, 0);
@@ -125,13 +119,12 @@ void OobSocket::recv_exact(std::span<char> out, Millis timeout) {
 }
 
 std::string OobSocket::recv_line(Millis timeout, std::size_t max_len) {
-  auto deadline = Clock::now() + timeout;
+  const Deadline deadline(timeout);
   std::string line;
   // Byte by byte: set-up only, and it never reads past the line (the peer may send more after).
   for (;;) {
     char c;
-    auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-    recv_exact(std::span<char>(&c, 1), left > Millis(0) ? left : Millis(0));
+    recv_exact(std::span<char>(&c, 1), deadline.left());
     if (c == '\n') return line;
     if (line.size() >= max_len)
       throw_error("recv_line", "out-of-band socket", EMSGSIZE,
@@ -167,7 +160,7 @@ OobListener::~OobListener() {
 }
 
 OobSocket OobListener::accept(Millis timeout) {
-  auto deadline = Clock::now() + timeout;
+  const Deadline deadline(timeout);
   for (;;) {
     int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {

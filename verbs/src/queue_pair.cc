@@ -186,6 +186,20 @@ void QueuePair::to_error() {
   modify(a, IBV_QP_STATE, QpState::kError, "->ERROR");
 }
 
+Status QueuePair::refresh_state() noexcept {
+  ibv_qp_attr a{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(qp_, &a, IBV_QP_STATE, &init) != 0) return Status::kDeviceError;
+  switch (a.qp_state) {
+    case IBV_QPS_RESET: state_ = QpState::kReset; break;
+    case IBV_QPS_INIT: state_ = QpState::kInit; break;
+    case IBV_QPS_RTR: state_ = QpState::kRtr; break;
+    case IBV_QPS_RTS: state_ = QpState::kRts; break;
+    default: state_ = QpState::kError; break;  // ERR, SQE, SQD: sends do not go out
+  }
+  return Status::kOk;
+}
+
 void QueuePair::reset() {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RESET;

@@ -93,10 +93,11 @@ struct EndpointConfig {
   // rdma_cm channels: how long close_channel() waits for the disconnect to complete.
   std::chrono::milliseconds disconnect_timeout{2000};
   // RC ring channels (core/README.md, "Ring channels"): a channel set up out of band grants its
-  // peer a ring of ring_slots slots of ring_slot_bytes in our memory; messages that fit a slot
-  // (ring_slot_bytes - 24 bytes) arrive by RDMA WRITE and poll() finds them there, with no
-  // receive buffer or completion. ring_slots 0: no rings. At most max_rings channels have one
-  // (poll() reads each ring; later channels are plain).
+  // peer a ring of ring_slots slots of ring_slot_bytes in our memory (less when buffer_bytes is
+  // smaller: a slot carries at most max_message()); messages that fit a slot (ring_slot_bytes - 24
+  // bytes) arrive by RDMA WRITE and poll() finds them there, with no receive buffer or
+  // completion. ring_slots 0: no rings. At most max_rings channels have one (poll() reads each
+  // ring; later channels are plain).
   std::uint32_t ring_slots = 64;         // a power of two, 2..16384
   std::uint32_t ring_slot_bytes = 1024;  // a multiple of 8, 32..32768
   std::uint32_t max_rings = 64;
@@ -133,6 +134,10 @@ struct EndpointStats {
   std::uint64_t completion_drops = 0;   // completions lost because the completion queue was full
   std::uint64_t qp_recoveries = 0;      // UD: the QP reset and back in RTS after it failed
   std::uint64_t probes = 0;             // RC liveness probes queued (probe())
+  // Arrivals the device failed or flagged (a datagram longer than the buffer: a local length
+  // error), dropped and their buffers reposted. UD: when it left the QP out of RTS, poll() brings
+  // the QP back (qp_recoveries); RC: the channel it came on failed with it.
+  std::uint64_t recv_errors = 0;
   // Ring channels:
   std::uint64_t ring_sent = 0;          // messages written into a peer's ring (of `sent`)
   std::uint64_t ring_received = 0;      // arrivals found in our rings (of `received` + `upcalls`)
@@ -155,6 +160,9 @@ struct ChannelOffer {
   static constexpr std::size_t kMaxLine = 256;  // the longest `local`, newline included
   std::string local;  // send this to the peer
   std::uint32_t slot = 0;
+  // Names the endpoint that made the offer (a random number of its own): only that endpoint
+  // accepts it. It stays here; the peer never sees it.
+  std::uint64_t nonce = 0;
 };
 
 // The endpoint itself (see the top of this file).
@@ -168,20 +176,23 @@ class Endpoint {
   Endpoint& operator=(const Endpoint&) = delete;
 
   // The configuration as given, the counters, and the largest payload a descriptor carries
-  // (EndpointConfig::inline_threshold clamped to the device).
+  // (EndpointConfig::inline_threshold clamped to the device and to max_message()).
   const EndpointConfig& config() const noexcept { return config_; }
   const EndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t inline_threshold() const noexcept { return inline_threshold_; }
   // Segment-buffer sends up to this size are posted inline (EndpointConfig::inline_post_limit).
   std::uint32_t inline_post_limit() const noexcept { return inline_post_limit_; }
-  // Largest message a send may carry: the buffer size (RC) or the path MTU (UD).
+  // Largest message a send may carry: the buffer size (RC), or the smaller of it and the path MTU
+  // (UD). Every send path refuses a longer one (kInvalidArgument), send_inline included:
+  // inline_threshold() is never above it.
   std::uint32_t max_message() const noexcept { return max_message_; }
 
   // --- channels (set-up: may throw verbs::Error) ---
   // Starts a channel: RC makes its QP (and, by default, our ring); UD has one QP for all.
   // Returns our half to send the peer: one line of at most ChannelOffer::kMaxLine bytes.
   ChannelOffer offer_channel(const ChannelOptions& options = {});
-  // Completes the channel from `offer` and the peer's half; returns its id (the tag).
+  // Completes the channel from `offer` and the peer's half; returns its id (the tag). Throws
+  // (EINVAL) for an offer this endpoint did not make or accepted already.
   ChannelId accept_offer(const ChannelOffer& offer, std::string_view peer_half);
   // RC channels through rdma_cm instead of an out-of-band exchange: listen on an IP address of the
   // endpoint's device (port 0: any free one; returns the port), accept one channel, or connect to
@@ -353,6 +364,7 @@ class Endpoint {
   void fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void abort_lane(Lane& lane, Status status) noexcept;
   int recover_ud_qp() noexcept;
+  void arrival_failed(std::size_t i) noexcept;
   bool ud_failed() const noexcept;
   // Ring channels: set-up and slow paths in endpoint_ring.cc, data-path steps in
   // endpoint_data.cc (inlined into poll() and post_pending_sends()).
@@ -382,6 +394,7 @@ class Endpoint {
   std::uint32_t last_rc_qpn_ = 0;
   ChannelId last_rc_channel_ = kNoChannel;
   std::uint32_t max_message_ = 0;
+  std::uint64_t offer_nonce_ = 0;  // in every ChannelOffer this endpoint makes
   std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
   std::uint32_t recovery_wait_ = 0;     // UD: polls before the next recovery attempt
   std::uint32_t recovery_backoff_ = 0;  // ... and the wait after the next failed one

@@ -7,13 +7,15 @@
 // count), or the endpoint's wait error. The deadline is kept on steady_clock, the clock a caller
 // measures with, not on the layers' calibrated CycleClock: a blocking wait is off the data path,
 // and a calibration error must not end a wait early (the VM's TSan run saw a 100 ms accept()
-// time out after 88 ms).
+// time out after 88 ms). Any timeout works: milliseconds::max() waits without end, zero or
+// negative runs the check once (verbs/deadline.h).
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 
 #include "unet/core/endpoint.h"
+#include "unet/verbs/deadline.h"
 
 namespace unet::core {
 
@@ -23,14 +25,13 @@ template <class Progress, class Done>
 [[nodiscard]] Status wait_until(
     Endpoint& net, std::chrono::milliseconds timeout, Progress&& progress, Done&& done,
     std::chrono::milliseconds slice = std::chrono::milliseconds(1)) noexcept {
-  using Clock = std::chrono::steady_clock;  // the caller's clock: kTimeout means `timeout` passed
-  const Clock::time_point deadline = Clock::now() + timeout;
+  const verbs::Deadline deadline(timeout);  // the caller's clock: kTimeout means `timeout` passed
   for (;;) {
     if (progress() < 0) return Status::kDeviceError;
     if (done()) return Status::kOk;
-    const Clock::time_point t = Clock::now();
-    if (t >= deadline) return Status::kTimeout;
-    const auto nap = std::min(slice, std::chrono::ceil<std::chrono::milliseconds>(deadline - t));
+    const auto t = verbs::Deadline::Clock::now();
+    if (deadline.passed(t)) return Status::kTimeout;
+    const auto nap = std::min(slice, deadline.left(t));
     if (Status s = net.wait(nap); s != Status::kOk && s != Status::kTimeout) return s;
   }
 }

@@ -69,6 +69,7 @@ struct Config {
   // RC: how long a peer with requests outstanding may stay silent before it is probed, and the
   // interval of probes while it stays silent (core's probe(): its QP answers, or the channel fails
   // once the QP's retries run out). UD probes back off from reliability.rto_initial to rto_max.
+  // milliseconds::max(): never (verbs::clamp_timer).
   std::chrono::milliseconds keepalive{50};
   // Coalescing: messages queued for one channel between two polls share a packet while they fit
   // (wire_header.h), so a burst of medium messages costs one send, one receive buffer and one
@@ -78,7 +79,11 @@ struct Config {
   bool coalesce = true;
 };
 
-// Counters of one uam endpoint, over all its channels.
+// Counters of one uam endpoint, over all its channels. Every arrival is counted: a packet the
+// codec refuses (malformed, the rest of it dropped) or that comes for a channel no longer open
+// (closed_drops); every message decoded lands in exactly one of credit_messages_received,
+// bad_credits, duplicates, out_of_order, overruns, stray_replies, error_replies,
+// unknown_handler, requests_handled and replies_handled (the last two count gets too).
 struct Stats {
   std::uint64_t requests_sent = 0;
   std::uint64_t replies_sent = 0;
@@ -89,8 +94,11 @@ struct Stats {
   std::uint64_t completed_ok = 0;      // completion handler calls with kOk
   std::uint64_t completed_error = 0;   // ... with an error
   std::uint64_t credit_messages = 0;   // explicit credit/ack messages sent
+  std::uint64_t credit_messages_received = 0;  // ... and received
+  std::uint64_t error_replies = 0;     // error replies to an awaiting request (it fails with them)
   std::uint64_t unknown_handler = 0;   // requests for an unregistered handler (answered with an error)
-  std::uint64_t malformed = 0;         // arrivals the wire codec refused (dropped)
+  std::uint64_t malformed = 0;         // arrivals the wire codec refused (dropped), empty ones too
+  std::uint64_t closed_drops = 0;      // arrivals for a channel that failed or closed, dropped
   // Well-formed but impossible arrivals, dropped; each should stay 0 with a correct peer:
   std::uint64_t bad_credits = 0;       // credit totals returning credits never spent
   std::uint64_t overruns = 0;          // requests beyond the peer's window
@@ -111,7 +119,8 @@ struct Stats {
 class Endpoint {
  public:
   // Makes the core endpoint from `net`; `config` as above. Throws std::invalid_argument for a bad
-  // window or reliability configuration, or a send queue too small for the reply reserve.
+  // window or reliability configuration, a send queue too small for the reply reserve, or buffers
+  // too small for a header with four words (core's max_message() below 48 bytes).
   Endpoint(const core::EndpointConfig& net, const Config& config = {});
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
@@ -161,7 +170,8 @@ class Endpoint {
   Status request(ChannelId ch, HandlerId handler, std::span<const std::uint64_t> args,
                  std::span<const std::byte> payload = {}, std::uint64_t cookie = 0) noexcept;
   // From inside a request handler: answers its request, running reply handler `handler` at the
-  // requester. kInvalidState for a second reply; kInvalidArgument as for request().
+  // requester. kInvalidState (nothing sent) for a second reply through any copy of the token, or
+  // once the handler returned (message.h); kInvalidArgument as for request().
   Status reply(Token& token, HandlerId handler, std::span<const std::uint64_t> args,
                std::span<const std::byte> payload = {}) noexcept;
   // RDMA WRITE of [local, local+len) to `offset` in the peer's window `remote`, then the
@@ -249,6 +259,11 @@ class Endpoint {
   std::vector<Get> gets_;
   std::unique_ptr<core::DescriptorRing<std::uint32_t>> free_gets_;
   std::uint64_t work_ = 0;                    // handlers and completions run (for wait())
+  // Reply-once (message.h): the serial of the request handler running now (0: none) and whether
+  // its request was answered; a token of any other serial is past its handler.
+  std::uint64_t handling_ = 0;
+  std::uint64_t serials_ = 0;
+  bool answered_ = false;
   Time poll_now_{};                           // the clock as poll() read it; zero outside poll()
   std::array<std::byte, core::Descriptor::kInlineBytes> scratch_{};
 };

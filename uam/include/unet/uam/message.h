@@ -44,20 +44,26 @@ enum class Disposition : std::uint8_t {
   kKept,  // the application keeps it and calls Endpoint::release(buffer) later (medium only)
 };
 
-// Who sent a request and how to answer it; given to request handlers only. reply() may use it
-// once; a request whose handler does not reply is acknowledged implicitly.
+// Who sent a request and how to answer it; given to request handlers only. A request is answered
+// at most once, and only while its handler runs: reply() through this token or any copy of it
+// takes the first answer, and refuses (kInvalidState, nothing sent) a second one and any after the
+// handler returned. There are no deferred replies: a request whose handler returns without a reply
+// is acknowledged implicitly and completes at the requester, where a later reply could only be a
+// stray. A copy may be kept; it can no longer answer.
 class Token {
  public:
-  // The channel the request came on, and whether reply() has used this token.
+  // The channel the request came on, and whether reply() answered through this copy.
   ChannelId channel() const noexcept { return channel_; }
   bool replied() const noexcept { return replied_; }
 
  private:
   friend class Endpoint;
-  Token(ChannelId ch, std::uint8_t id) noexcept : channel_(ch), id_(id) {}
+  Token(ChannelId ch, std::uint8_t id, std::uint64_t serial) noexcept
+      : channel_(ch), id_(id), serial_(serial) {}
   ChannelId channel_;
   std::uint8_t id_;
   bool replied_ = false;
+  std::uint64_t serial_;  // which handler run it belongs to (Endpoint::handling_)
 };
 
 // Request handlers (requests and stores) may reply through the token.

@@ -45,14 +45,17 @@ struct DatagramConfig {
   ReassemblyConfig reassembly;
 };
 
-// Counters of one datagram endpoint; every drop is in one of them.
+// Counters of one datagram endpoint; every drop is in one of them. Every fragment received is
+// counted once more, as malformed, unbound_drops, or (whole datagrams) delivered or
+// queue_full_drops, or by reassembly: fragments_received == malformed + unbound_drops + delivered
+// + queue_full_drops + ReassemblyStats::held + duplicates + inconsistent + no_slot.
 struct DatagramStats {
   std::uint64_t sent = 0;               // datagrams sent
   std::uint64_t fragments_sent = 0;
   std::uint64_t delivered = 0;          // datagrams queued on a port
   std::uint64_t received = 0;           // datagrams taken by recv_from
   std::uint64_t fragments_received = 0;
-  std::uint64_t unbound_drops = 0;      // datagrams (or fragments) for a port nobody bound
+  std::uint64_t unbound_drops = 0;      // fragments for a port nobody bound (n for n fragments)
   std::uint64_t queue_full_drops = 0;   // datagrams dropped because their port's queue was full
   std::uint64_t malformed = 0;          // messages the header codec refused
 };

@@ -32,9 +32,12 @@ struct ReassemblyConfig {
   Time timeout = std::chrono::milliseconds(100);
 };
 
-// Counters of one reassembler; every dropped fragment or datagram is in one of them.
+// Counters of one reassembler; every dropped fragment or datagram is in one of them. Every
+// fragment added is in exactly one of held, completed (the one that completes its datagram),
+// duplicates, inconsistent and no_slot.
 struct ReassemblyStats {
   std::uint64_t started = 0;       // datagrams whose first fragment took a slot
+  std::uint64_t held = 0;          // fragments kept until the rest of their datagram comes
   std::uint64_t completed = 0;
   std::uint64_t duplicates = 0;    // fragments seen before, dropped
   std::uint64_t inconsistent = 0;  // fragments disagreeing with their datagram, dropped

@@ -74,6 +74,7 @@ struct StreamConfig {
   std::uint32_t accept_backlog = 8;        // established connections waiting for accept()
   core::RttConfig rtt;
   std::uint32_t initial_window_segments = 4;
+  // Timeouts here may be milliseconds::max() for never (verbs::clamp_timer: up to a century).
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds dead_peer_timeout{3000};
   std::uint32_t max_retransmits = 15;      // timeouts in a row before the connection fails
@@ -117,9 +118,11 @@ struct StreamStats {
   StreamState state = StreamState::kClosed;
 };
 
-// Counters of the endpoint as a whole (each connection has its StreamStats).
+// Counters of the endpoint as a whole (each connection has its StreamStats). Every segment that
+// arrives is in exactly one of malformed, stray, refused_syn and segments.
 struct StreamEndpointStats {
-  std::uint64_t malformed = 0;      // segments the codec refused
+  std::uint64_t segments = 0;       // segments taken by a connection, or a SYN that opened one
+  std::uint64_t malformed = 0;      // segments the codec refused (an empty one too)
   std::uint64_t stray = 0;          // segments for no connection (answered with RST unless RST)
   std::uint64_t resets_sent = 0;
   std::uint64_t refused_syn = 0;    // SYNs with no listener, a full backlog or no free connection

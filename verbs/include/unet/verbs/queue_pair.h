@@ -109,6 +109,9 @@ class QueuePair {
   void to_rts(std::uint32_t sq_psn, const PathParams& path);
   void to_error();
   void reset();
+  // Reads the state the device has the QP in (it moves a QP to ERROR by itself on a failure) into
+  // the cached state(); SQE and SQD read as kError. kDeviceError when the query fails. A slow path.
+  Status refresh_state() noexcept;
   // RESET -> INIT -> RTR -> RTS, sending with `local.psn` and receiving from `remote`.
   void connect(const ConnectionInfo& local, const ConnectionInfo& remote, const PathParams& path);
 
