@@ -66,6 +66,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
   v_->cq = std::make_shared<verbs::CompletionQueue>(v_->ctx, cqe, v_->channel);
 
   const bool ud = config_.transport == Transport::kUd;
+  ud_ = ud;
   ibv_qp_type qpt = ud ? IBV_QPT_UD : IBV_QPT_RC;
   const std::uint32_t device_inline = v_->ctx->max_inline_data(qpt);
   inline_threshold_ = std::min<std::uint32_t>({config_.inline_threshold,
@@ -117,6 +118,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
 
   if (!ud && config_.ring_slots != 0 && config_.max_rings != 0) {
     ring_id_slots_ = config_.max_rings * config_.ring_slots;
+    ring_slot_shift_ = static_cast<std::uint32_t>(std::countr_zero(config_.ring_slots));
     rings_.assign(config_.max_rings, nullptr);
     free_ring_ids_.reserve(config_.max_rings);
     for (std::uint32_t i = config_.max_rings; i-- > 0;) free_ring_ids_.push_back(i);

@@ -17,8 +17,8 @@ std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
   return {segment_.get() + std::size_t{b} * config_.buffer_bytes, config_.buffer_bytes};
 }
 
-Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
-                             std::uint32_t imm) noexcept {
+UNET_ALWAYS_INLINE Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length,
+                                                std::uint16_t flags, std::uint32_t imm) noexcept {
   if (Status s = channel_status(ch); s != Status::kOk) return s;
   if (!buffers_.valid(b) || length == 0 || length > max_message_) return Status::kInvalidArgument;
   if (buffers_.owner(b) != BufferOwner::kApplication) return Status::kInvalidState;
@@ -45,8 +45,8 @@ Status Endpoint::probe(ChannelId ch) noexcept {
   return Status::kOk;
 }
 
-Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags,
-                             std::uint32_t imm) noexcept {
+UNET_ALWAYS_INLINE Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload,
+                                                std::uint16_t flags, std::uint32_t imm) noexcept {
   if (Status s = channel_status(ch); s != Status::kOk) return s;
   if (payload.empty() || payload.size() > inline_threshold_) return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
@@ -76,16 +76,30 @@ int Endpoint::poll() noexcept {
     if ((recovered = recover_ud_qp()) < 0) return -1;
   }
   // Sends first: a message pushed since the last call goes out before anything else is done, and
-  // what the application does after its send (wait for the reply) is the completion poll below.
+  // what the application does after its send (wait for the reply) is the arrival polls below.
   int posted = send_queue_.empty() ? 0 : post_pending_sends();
-  int reaped = reap();
-  // Ring channels: arrivals found in our rings; credits they owe; telling the peers we are awake
-  // once we poll again after arm() (endpoint_ring.cc).
-  const int rang = poll_rings();
+  // Arrivals: the rings first (loads, no call), then the completion queue — which waits for the
+  // next poll when the rings brought something, so an arrival's answer is not held up by a CQ
+  // poll (never twice in a row: send completions and SEND arrivals are not kept waiting). When
+  // the CQ had nothing either, the rings are read again: what landed meanwhile is found now.
+  int rang = poll_rings();
+  int reaped = 0;
+  if (rang == 0 || cq_skipped_) {
+    cq_skipped_ = false;
+    reaped = reap();
+    if (reaped == 0) rang = poll_rings();
+  } else {
+    cq_skipped_ = true;
+  }
+  // Ring channels: credits they owe, telling the peers we are awake once we poll again after
+  // arm() (endpoint_ring.cc).
   if (credits_due_) [[unlikely]]
     (void)send_ring_credits();
   if (asleep_) [[unlikely]] {
-    if (++polls_since_arm_ > kAwakePolls) ring_wake();
+    if (++polls_since_arm_ > kAwakePolls)
+      ring_wake();
+    else
+      ring_relook();
   }
   // Freed buffers go back in batches while arrivals come in: one post list per repost_batch_
   // buffers, not one per message. A poll that reaped nothing returns whatever waits: it is idle
@@ -101,7 +115,7 @@ int Endpoint::poll() noexcept {
 
 int Endpoint::flush() noexcept { return send_queue_.empty() ? 0 : post_pending_sends(); }
 
-bool Endpoint::ud_failed() const noexcept { return v_->ud_qp && lanes_[0]->failed; }
+bool Endpoint::ud_failed() const noexcept { return ud_ && lanes_[0]->failed; }
 
 Status Endpoint::channel_status(ChannelId id) const noexcept {
   if (id >= channels_.size()) return Status::kNotFound;
@@ -176,6 +190,19 @@ static std::uint32_t inflight_what(const Descriptor& d, bool copied) noexcept {
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
 UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
+  // The common case first, on a path of its own: one small message waiting, for an open ring
+  // channel, posted inline whichever way it goes (inside its descriptor, or a buffer that fits
+  // the peer's slots and a SEND's inline limit).
+  if (send_queue_.size() == 1) {
+    Descriptor& d = send_queue_.at(0);
+    if (!(d.flags & (Descriptor::kOp | Descriptor::kProbe)) && d.channel < channels_.size()) {
+      Channel& c = *channels_[d.channel];
+      Lane& lane = *lanes_[c.lane];
+      if (c.ring && c.state == Channel::State::kOpen && !lane.failed && lane.in_flight() < lane.depth &&
+          (d.is_inline() || (d.length <= c.ring->fit_inline && d.length <= inline_post_limit_)))
+        return post_lone(d, c, lane);
+    }
+  }
   Verbs& v = *v_;
   int done = 0;
   std::uint32_t pending = send_queue_.size();  // one thread produces and consumes: exact
@@ -263,6 +290,38 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
   return done;
 }
 
+// Posts `d`, the one descriptor on the send queue, a small message for ring channel `c` whose
+// lane has room, posted inline by ring or SEND: what the loop of post_pending_sends does for one
+// such descriptor. A buffer it names is spare again once posted.
+UNET_ALWAYS_INLINE int Endpoint::post_lone(Descriptor& d, Channel& c, Lane& lane) noexcept {
+  ibv_send_wr& w = v_->swr[0];
+  if (ring_route(d, *c.ring))
+    build_ring_wr(d, *c.ring, 0, lane.next_seq);
+  else
+    build_wr(d, c, 0);
+  const std::uint32_t seq = lane.track(kNoBuffer);  // copied at the post: it holds nothing
+  if (++lane.unsignaled == lane.interval || lane.in_flight() + lane.interval >= lane.depth) {
+    w.send_flags |= IBV_SEND_SIGNALED;
+    lane.unsignaled = 0;
+  }
+  w.wr_id = send_wr_id(c.lane, seq);
+  ++stats_.doorbells;
+  ++stats_.inline_sent;
+  const Status posted = lane.qp->post_send(w);
+  if (!d.is_inline()) (void)buffers_.send_done(d.buffer);
+  send_queue_.pop();
+  if (posted != Status::kOk) [[unlikely]] {
+    try {
+      lane.qp->to_error();
+    } catch (...) {
+    }
+    abort_lane(lane, Status::kFlushed);
+    return -1;
+  }
+  ++stats_.sent;
+  return 1;
+}
+
 // Queues a completion for the application; counted if the completion queue is full.
 void Endpoint::complete(const OpCompletion& c) noexcept {
   if (!completions_.push(c)) ++stats_.completion_drops;
@@ -294,7 +353,12 @@ void Endpoint::retire_one(Lane& lane, Status status) noexcept {
 // that succeeded hold nothing: retiring them is counting.
 void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept {
   if (!seq_le(lane.oldest, seq)) return;  // retired already
-  for (std::uint32_t n = std::min(seq - lane.oldest + 1, lane.in_flight()); n > 0; --n) {
+  std::uint32_t n = std::min(seq - lane.oldest + 1, lane.in_flight());
+  if (lane.holding == 0 && status == Status::kOk) {  // sends that held nothing: counting them is all
+    lane.oldest += n;
+    return;
+  }
+  for (; n > 0; --n) {
     const std::uint32_t what = lane.retire_oldest();
     if (what != kNoBuffer || status != Status::kOk) settle(what, lane.channel, status);
   }
@@ -478,9 +542,10 @@ int Endpoint::repost_free_buffers() noexcept {
 // --- ring channels (set-up and slow paths: endpoint_ring.cc) ---
 
 // Whether send-queue descriptor `d` of a ring channel goes into the peer's ring (else by SEND).
-// Every message is published first, then the peer's sleep flag read, with a full fence between:
-// a peer about to sleep writes the flag, then reads what we published (ring_sleep), so either it
-// sees this message counted or we see the flag and send by SEND, whose completion wakes it.
+// Every message is published first, then the peer's sleep flag read, both seq_cst: a full fence
+// between (one ThreadSanitizer understands, unlike a bare fence). A peer about to sleep writes the
+// flag, then reads what we published (ring_look), so either it sees this message counted or we
+// see the flag and send by SEND, whose completion wakes it.
 UNET_ALWAYS_INLINE bool Endpoint::ring_route(const Descriptor& d, RingChannel& r) noexcept {
   if (d.flags & (Descriptor::kOp | Descriptor::kProbe)) [[unlikely]] {
     if (d.flags & Descriptor::kProbe) return false;
@@ -490,15 +555,13 @@ UNET_ALWAYS_INLINE bool Endpoint::ring_route(const Descriptor& d, RingChannel& r
       return false;
     }
   }
-  store_word(r.control->published, ++r.published);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  store_word(r.control->published, ++r.published, std::memory_order_seq_cst);
   // A message the ring cannot post inline goes by SEND when a SEND would be inline: a payload
   // inside the descriptor has no registration, and a small buffer is spare at the post.
-  // (inline_payload allows for the imm word.)
-  const bool copied = d.length <= r.inline_payload;
-  bool ring = !(d.flags & Descriptor::kOp) && !r.after_write && d.length <= ring::capacity(r.peer_slot_bytes) &&
-              (copied || (!d.is_inline() && d.length > inline_post_limit_)) &&
-              load_word(r.control->peer_asleep, std::memory_order_relaxed) == 0;
+  bool ring = !(d.flags & Descriptor::kOp) && !r.after_write &&
+              (d.length <= r.fit_inline ||
+               (d.length <= r.fit && !d.is_inline() && d.length > inline_post_limit_)) &&
+              load_word(r.control->peer_asleep, std::memory_order_seq_cst) == 0;
   if (ring && r.tx.available() == 0) {  // the credit word may have news
     if (!r.tx.update(load_word(r.control->credit))) ++stats_.ring_protocol_errors;
     ring = r.tx.available() > 0;
@@ -568,6 +631,8 @@ UNET_ALWAYS_INLINE void Endpoint::build_ring_wr(const Descriptor& d, RingChannel
 UNET_ALWAYS_INLINE int Endpoint::poll_rings() noexcept {
   const std::size_t n = heads_.size();
   const std::uint64_t* const* h = heads_.data();
+  if (n <= 1)  // none, or the one ring of a single channel: its head decides
+    return n == 1 && load_word(*h[0], std::memory_order_relaxed) != 0 ? take_ring(*polled_[0], kBatch) : 0;
   std::uint64_t any = 0;
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4)
@@ -589,21 +654,21 @@ UNET_ALWAYS_INLINE int Endpoint::poll_rings() noexcept {
 // release(). When the receive queue is full the message waits in the ring: nothing is dropped.
 UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) noexcept {
   std::uint32_t taken = 0;
+  std::uint32_t seq = r.rx.taken();
+  std::byte* slot = r.slot(seq);  // == heads_[r.polled]
   while (taken < most) {
-    const std::uint32_t seq = r.rx.taken();
-    std::byte* const slot = r.slot(seq);
     std::uint64_t w = 0;
     const ring::Slot c = ring::read_slot(slot, r.slot_bytes, static_cast<std::uint16_t>(seq), w);
     if (c != ring::Slot::kMessage) [[unlikely]] {
       if (c != ring::Slot::kMalformed) break;  // empty, or not all there yet
       ring_malformed(r);
+      slot = r.slot(++seq);
       continue;
     }
     if (ring::fallbacks_of(w) != r.fallbacks_taken) break;  // a SEND sent before it comes first
     const std::uint32_t len = ring::length_of(w);
     const bool imm = ring::imm_of(w);
-    Descriptor up;
-    Descriptor* d = &up;
+    Descriptor* d = &v_->upcall_arrival;  // not on the stack: its alignment would cost every poll
     if (!upcall_ && !(d = recv_queue_.reserve())) break;
     if (!r.tx.update16(ring::credit_of(w))) [[unlikely]]
       ++stats_.ring_protocol_errors;
@@ -611,26 +676,27 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
     d->channel = r.channel;
     d->length = len;
     d->imm = imm ? static_cast<std::uint32_t>(ring::load_word(slot + ring::kHeadBytes, std::memory_order_relaxed)) : 0;
-    d->flags = imm ? Descriptor::kImm : 0;
     if (len <= inline_threshold_) {  // copied, and the slot zeroed and free again at once
       copy_small(d->data, slot + ring::payload_offset(imm), len);
-      d->flags |= Descriptor::kInline;
+      d->flags = imm ? Descriptor::kInline | Descriptor::kImm : Descriptor::kInline;
       d->buffer = kNoBuffer;
       ring::zero_words(slot, ring::wire_bytes(len, imm));
       r.rx.take_and_free();
       ++stats_.inline_received;
     } else {
       const std::uint32_t i = r.rx.take() & (r.slots - 1);
+      d->flags = imm ? Descriptor::kImm : 0;
       d->buffer = config_.buffers + r.index * config_.ring_slots + i;
       r.held[i] = ring::wire_bytes(len, imm) | (imm ? RingChannel::kHeldImm : 0);
       ++r.holding;
     }
     ++stats_.ring_received;
     ++taken;
+    slot = r.slot(++seq);
     if (upcall_) {
       ++stats_.upcalls;
       in_upcall_ = true;
-      upcall_(up);
+      upcall_(*d);
       in_upcall_ = false;
       if (r.polled == UINT32_MAX) return static_cast<int>(taken);  // the upcall closed the channel
     } else {
@@ -638,7 +704,7 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
       ++stats_.received;
     }
   }
-  heads_[r.polled] = &r.head(r.rx.taken());
+  heads_[r.polled] = reinterpret_cast<const std::uint64_t*>(slot);
   if (r.rx.report_due()) credits_due_ = true;
   return static_cast<int>(taken);
 }

@@ -105,6 +105,7 @@ struct Endpoint::Verbs {
   // Ring writes of small payloads: each WR's slot image (head, imm, payload, tail).
   alignas(8) std::byte ring_image[kBatch][ring::kOverhead + kRingImage];
   ibv_recv_wr rwr[kBatch];
+  Descriptor upcall_arrival;  // a ring arrival handed to the upcall
   ibv_sge rsge[kBatch][2];
   verbs::WorkCompletion wc[kBatch];
 };
@@ -133,13 +134,19 @@ struct Endpoint::Lane {
   // Records what the send about to be posted holds; returns its sequence number.
   std::uint32_t track(std::uint32_t what) noexcept {
     held[next_seq & mask] = what;
+    holding += what != kNoBuffer;
     return next_seq++;
   }
   // What the oldest in-flight send holds; it is retired (in_flight() > 0).
-  std::uint32_t retire_oldest() noexcept { return held[oldest++ & mask]; }
+  std::uint32_t retire_oldest() noexcept {
+    const std::uint32_t what = held[oldest++ & mask];
+    holding -= what != kNoBuffer;
+    return what;
+  }
 
   std::uint32_t next_seq = 0;  // of the next send posted
   std::uint32_t oldest = 0;    // of the oldest send not retired (== next_seq: none)
+  std::uint32_t holding = 0;   // in-flight sends that hold a buffer or an op
   verbs::QueuePair* qp;
   ChannelId channel;        // RC: the channel owning the QP; UD: kNoChannel
   std::uint32_t depth;      // the QP's send queue depth: in_flight() <= depth

@@ -75,6 +75,8 @@ void Endpoint::open_ring(Channel& ch, ChannelId id, const void* peer_memory, std
   const std::uint32_t cap = ch.qp->caps().max_inline_data;
   r.inline_payload = std::min(std::max(inline_post_limit_, inline_threshold_),
                               cap >= ring::kOverhead ? (cap - ring::kOverhead) & ~7u : 0);
+  r.fit = ring::capacity(peer_slot_bytes);
+  r.fit_inline = std::min(r.fit, r.inline_payload);
   r.channel = id;
   r.polled = static_cast<std::uint32_t>(polled_.size());
   polled_.push_back(&r);
@@ -116,8 +118,8 @@ void Endpoint::reclaim_ring(Channel& ch) noexcept {
 std::span<std::byte> Endpoint::ring_slot(BufferId b) noexcept {
   if (b < config_.buffers || b - config_.buffers >= ring_id_slots_) return {};
   const std::uint32_t k = b - config_.buffers;
-  RingChannel* r = rings_[k / config_.ring_slots];
-  const std::uint32_t i = k % config_.ring_slots;
+  RingChannel* r = rings_[k >> ring_slot_shift_];  // ring_slots is a power of two
+  const std::uint32_t i = k & (config_.ring_slots - 1);
   if (!r || !r->rx.held(i)) return {};
   const bool imm = r->held[i] & RingChannel::kHeldImm;
   return {r->ring + std::size_t{i} * r->slot_bytes + ring::payload_offset(imm), ring::capacity(r->slot_bytes)};
@@ -127,8 +129,8 @@ std::span<std::byte> Endpoint::ring_slot(BufferId b) noexcept {
 Status Endpoint::release_ring_slot(BufferId b) noexcept {
   if (b - config_.buffers >= ring_id_slots_) return Status::kInvalidArgument;
   const std::uint32_t k = b - config_.buffers;
-  RingChannel* r = rings_[k / config_.ring_slots];
-  const std::uint32_t i = k % config_.ring_slots;
+  RingChannel* r = rings_[k >> ring_slot_shift_];  // ring_slots is a power of two
+  const std::uint32_t i = k & (config_.ring_slots - 1);
   if (!r || !r->rx.held(i)) return Status::kInvalidState;
   ring::zero_words(r->ring + std::size_t{i} * r->slot_bytes, r->held[i] & 0xffff);
   r->rx.free(i);
@@ -224,44 +226,54 @@ int Endpoint::send_ring_credits() noexcept {
 // completion wakes us), and reads how many messages it had published by then. A peer publishes a
 // message before it looks at the flag (ring_route, with a full fence between), so a message
 // published after our READ saw the flag, and one published before is in the count we read. The
-// READ is signaled: its completion wakes us, and the next arm() compares the count with what
-// arrived. Equal: nothing can come by the ring until we are awake again, and later arm()s post
+// READ is signaled: its completion wakes us, and the next look compares the count with what
+// arrived. Equal: nothing can come by the ring until we are awake again, and later looks post
 // nothing. Behind: a message is still on its way into the ring; we read again, and each READ's
 // completion wakes us until it is here — a wake-up within a round trip of its arrival.
 void Endpoint::ring_sleep() noexcept {
   asleep_ = true;
   polls_since_arm_ = 0;
-  for (RingChannel* r : polled_) {
-    Channel& ch = *channels_[r->channel];
-    const Lane& lane = *lanes_[ch.lane];
-    if (r->reading) {
-      if (!lane.failed && !seq_lt(r->read_seq, lane.oldest)) continue;  // its completion wakes us
-      r->reading = false;
-      const auto published = static_cast<std::uint32_t>(load_word(r->control->peer_published));
-      r->sleep_clean = r->told_asleep && !lane.failed && seq_le(published, r->arrived);
-    }
-    if (r->told_asleep && r->sleep_clean) continue;
-    ControlOp op;
-    op.kind = ControlOp::Kind::kWriteWord;
-    op.rkey = r->peer_rkey;
-    // A lane too full for these has a signaled send outstanding, whose completion wakes us.
-    if (!r->told_asleep) {
-      op.remote = r->peer_control + offsetof(RingControl, peer_asleep);
-      op.value = 1;
-      if (post_control(ch, op) != Status::kOk) continue;
-      r->told_asleep = true;
-      r->sleep_clean = false;
-    }
-    op.kind = ControlOp::Kind::kReadWord;
-    op.remote = r->peer_control + offsetof(RingControl, published);
-    op.local = &r->control->peer_published;
-    op.lkey = r->remote_mr->lkey();
-    op.signal = true;
-    r->read_seq = lane.next_seq;  // the number post_control gives the READ
-    if (post_control(ch, op) != Status::kOk) continue;
-    r->reading = true;
-    ++stats_.ring_sleeps;
+  for (RingChannel* r : polled_) ring_look(*r);
+}
+
+// A poll() while asleep: a READ that completed before arm() asked for the next event woke nobody;
+// the poll that reaped it reads again if the count was behind, so the next READ's completion
+// comes after the request and wakes us.
+void Endpoint::ring_relook() noexcept {
+  for (RingChannel* r : polled_)
+    if (r->reading) ring_look(*r);
+}
+
+void Endpoint::ring_look(RingChannel& r) noexcept {
+  Channel& ch = *channels_[r.channel];
+  const Lane& lane = *lanes_[ch.lane];
+  if (r.reading) {
+    if (!lane.failed && !seq_lt(r.read_seq, lane.oldest)) return;  // its completion wakes us
+    r.reading = false;
+    const auto published = static_cast<std::uint32_t>(load_word(r.control->peer_published));
+    r.sleep_clean = r.told_asleep && !lane.failed && seq_le(published, r.arrived);
   }
+  if (r.told_asleep && r.sleep_clean) return;
+  ControlOp op;
+  op.kind = ControlOp::Kind::kWriteWord;
+  op.rkey = r.peer_rkey;
+  // A lane too full for these has a signaled send outstanding, whose completion wakes us.
+  if (!r.told_asleep) {
+    op.remote = r.peer_control + offsetof(RingControl, peer_asleep);
+    op.value = 1;
+    if (post_control(ch, op) != Status::kOk) return;
+    r.told_asleep = true;
+    r.sleep_clean = false;
+  }
+  op.kind = ControlOp::Kind::kReadWord;
+  op.remote = r.peer_control + offsetof(RingControl, published);
+  op.local = &r.control->peer_published;
+  op.lkey = r.remote_mr->lkey();
+  op.signal = true;
+  r.read_seq = lane.next_seq;  // the number post_control gives the READ
+  if (post_control(ch, op) != Status::kOk) return;
+  r.reading = true;
+  ++stats_.ring_sleeps;
 }
 
 // The endpoint is polling again: the ring peers may write into the rings again.

@@ -38,8 +38,9 @@ static_assert(sizeof(RingControl) == 64);
 inline std::uint64_t load_word(const std::uint64_t& w, std::memory_order o = std::memory_order_acquire) noexcept {
   return std::atomic_ref<const std::uint64_t>(w).load(o);
 }
-inline void store_word(std::uint64_t& w, std::uint64_t v) noexcept {
-  std::atomic_ref<std::uint64_t>(w).store(v, std::memory_order_relaxed);
+inline void store_word(std::uint64_t& w, std::uint64_t v,
+                       std::memory_order o = std::memory_order_relaxed) noexcept {
+  std::atomic_ref<std::uint64_t>(w).store(v, o);
 }
 
 // An operation on a ring channel's QP posted outside the send queue: an 8-byte WRITE of `value`
@@ -93,6 +94,8 @@ struct RingChannel {
   std::uint32_t published = 0;       // our messages to the peer, ring or SEND
   bool after_write = false;          // an RDMA WRITE went since our last message: next by SEND
   std::uint32_t inline_payload = 0;  // ring WRITEs of payloads up to this size are posted inline
+  std::uint32_t fit = 0;             // the largest payload the peer's slots take
+  std::uint32_t fit_inline = 0;      // ... and posted inline: min(fit, inline_payload)
 
   // Sleep (Endpoint::arm): whether the peer has been told we sleep, and whether the last look at
   // its `published` found nothing of it on the way.

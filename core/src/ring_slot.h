@@ -80,7 +80,13 @@ inline std::uint64_t load_word(const std::byte* p, std::memory_order o = std::me
 // keeps as they are (no call to memset for a few words).
 inline void zero_words(std::byte* slot, std::uint32_t bytes) noexcept {
   auto* w = reinterpret_cast<std::uint64_t*>(slot);
-  for (std::uint32_t k = 0; k < bytes / 8; ++k) std::atomic_ref<std::uint64_t>(w[k]).store(0, std::memory_order_relaxed);
+  const std::uint32_t n = bytes / 8;
+  std::uint32_t k = 0;
+  for (; k + 2 <= n; k += 2) {
+    std::atomic_ref<std::uint64_t>(w[k]).store(0, std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t>(w[k + 1]).store(0, std::memory_order_relaxed);
+  }
+  if (k < n) std::atomic_ref<std::uint64_t>(w[k]).store(0, std::memory_order_relaxed);
 }
 
 // Reads the slot (8-byte aligned, slot_bytes long) where the reader expects `seq`: the head, and

@@ -336,8 +336,10 @@ class Endpoint {
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
   ChannelId adopt_cm(std::unique_ptr<verbs::CmConnection> conn);
   verbs::QpConfig rc_qp_config() const;
-  Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags, std::uint32_t imm) noexcept;
-  Status push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags, std::uint32_t imm) noexcept;
+  inline Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
+                            std::uint32_t imm) noexcept;
+  inline Status push_inline(ChannelId ch, std::span<const std::byte> payload, std::uint16_t flags,
+                            std::uint32_t imm) noexcept;
   // The steps of poll(), declared inline: they are defined in endpoint_data.cc and used only
   // there, where each is inlined into poll() (its callers pay no call and return per step).
   inline int post_pending_sends() noexcept;
@@ -376,6 +378,7 @@ class Endpoint {
   Status release_ring_slot(BufferId b) noexcept;
   std::span<std::byte> ring_slot(BufferId b) noexcept;
   inline bool ring_route(const Descriptor& d, RingChannel& r) noexcept;
+  inline int post_lone(Descriptor& d, Channel& ch, Lane& lane) noexcept;
   inline void build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n, std::uint32_t lane_seq) noexcept;
   inline int poll_rings() noexcept;
   inline int take_ring(RingChannel& r, std::uint32_t most) noexcept;
@@ -384,6 +387,8 @@ class Endpoint {
   int send_ring_credits() noexcept;
   Status post_control(Channel& ch, const ControlOp& op) noexcept;
   void ring_sleep() noexcept;
+  void ring_relook() noexcept;
+  void ring_look(RingChannel& r) noexcept;
   void ring_wake() noexcept;
 
   EndpointConfig config_;
@@ -413,9 +418,12 @@ class Endpoint {
   std::vector<std::unique_ptr<Lane>> lanes_;  // one per QP: in-flight sends, signaling state
   Upcall upcall_;
   bool in_upcall_ = false;  // an upcall runs: ring memory is not freed under it
+  bool ud_ = false;         // config_.transport == Transport::kUd
+  bool cq_skipped_ = false;  // the last poll() left the CQ for this one (rings brought arrivals)
   // Ring channels: rings by index (ring buffer ids derive from it), the free indices, the rings
   // poll() reads and, for each, the head word of the slot it expects next.
   std::uint32_t ring_id_slots_ = 0;  // max_rings * ring_slots: ids past the segment's buffers
+  std::uint32_t ring_slot_shift_ = 0;  // log2(ring_slots)
   std::vector<RingChannel*> rings_;
   std::vector<std::uint32_t> free_ring_ids_;
   std::vector<RingChannel*> polled_;
