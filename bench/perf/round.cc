@@ -27,6 +27,14 @@ void Progress::timed_out(const char* what) const {
       "no " + std::string(what) + " within " + std::to_string(cfg_.timeout.count()) + " ms";
   if (cfg_.transport == core::Transport::kUd)
     msg += " (UD is unreliable: a datagram was probably lost)";
+  // What this side's endpoint did, so that the two sides' messages show where traffic stopped.
+  const core::EndpointStats& st = ep_.stats();
+  msg += "; this endpoint sent " + std::to_string(st.sent) + " (" + std::to_string(st.ring_sent) +
+         " into a ring, " + std::to_string(st.ring_fallbacks) + " ring fallbacks), received " +
+         std::to_string(st.received + st.upcalls) + " (" + std::to_string(st.ring_received) +
+         " from its rings), send errors " + std::to_string(st.send_errors) + ", ring credit writes " +
+         std::to_string(st.ring_credit_writes) + ", ring protocol errors " +
+         std::to_string(st.ring_protocol_errors);
   throw PerfError(msg);
 }
 

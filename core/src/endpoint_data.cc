@@ -699,6 +699,7 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
       upcall_(*d);
       in_upcall_ = false;
       if (r.polled == UINT32_MAX) return static_cast<int>(taken);  // the upcall closed the channel
+      slot = r.slot(seq = r.rx.taken());
     } else {
       recv_queue_.commit();
       ++stats_.received;

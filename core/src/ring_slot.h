@@ -62,13 +62,8 @@ enum class Slot : std::uint8_t {
   kEmpty,       // nothing there yet (zero, or another sequence number: not this lap's message)
   kIncomplete,  // this message's head, but not (yet) the tail that repeats it
   kMessage,     // head and tail: the message is all there
-  kMalformed,   // the expected sequence number with a length or flags no correct writer makes
+  kMalformed,   // the expected sequence number with a length no correct writer makes
 };
-constexpr Slot check_head(std::uint64_t w, std::uint16_t seq, std::uint32_t slot_bytes) noexcept {
-  if (w == 0 || seq_of(w) != seq) return Slot::kEmpty;
-  if (length_of(w) == 0 || length_of(w) > capacity(slot_bytes)) return Slot::kMalformed;
-  return Slot::kMessage;
-}
 
 // A word the NIC (or the peer) may write while we read it: not torn, not kept in a register. An
 // acquire load: what the reader reads after it is not read before it.
@@ -89,13 +84,18 @@ inline void zero_words(std::byte* slot, std::uint32_t bytes) noexcept {
   if (k < n) std::atomic_ref<std::uint64_t>(w[k]).store(0, std::memory_order_relaxed);
 }
 
-// Reads the slot (8-byte aligned, slot_bytes long) where the reader expects `seq`: the head, and
-// for a well-formed one the tail at the place it names. Reads nothing outside the slot.
+// Reads the slot (8-byte aligned, slot_bytes long) where the reader expects `seq`: the head, the
+// tail at the place it names, and the head again. The words may be caught half written (a CPU
+// copy under rxe, or an emulated one, stores byte by byte); what makes that safe is in
+// core/README.md ("Ring channels"). A length past the slot is malformed at once (no honest head,
+// even half written, names one); a length of 0 only once the tail repeats it. Reads nothing
+// outside the slot.
 inline Slot read_slot(const std::byte* slot, std::uint32_t slot_bytes, std::uint16_t seq, std::uint64_t& head) noexcept {
   head = load_word(slot);
-  const Slot s = check_head(head, seq, slot_bytes);
-  if (s != Slot::kMessage) return s;
-  return load_word(slot + tail_offset(head)) == head ? Slot::kMessage : Slot::kIncomplete;
+  if (head == 0 || seq_of(head) != seq) return Slot::kEmpty;
+  if (length_of(head) > capacity(slot_bytes)) return Slot::kMalformed;
+  if (load_word(slot + tail_offset(head)) != head || load_word(slot) != head) return Slot::kIncomplete;
+  return length_of(head) == 0 ? Slot::kMalformed : Slot::kMessage;
 }
 
 }  // namespace unet::core::ring

@@ -101,13 +101,57 @@ TEST(RingSlot, ImpossibleHeadsAreMalformedAndNothingBeyondTheSlotIsRead) {
   std::uint64_t head = 0;
   Head h;
   h.seq = 9;
-  for (std::uint32_t len : {capacity(kSlot) + 1, kMaxLength, 0u}) {  // a tail past the slot; no payload
+  for (std::uint32_t len : {capacity(kSlot) + 1, kMaxLength}) {  // a tail past the slot
     h.length = static_cast<std::uint16_t>(len);
     const std::uint64_t w = head_word(h);
     std::memcpy(s.bytes.data(), &w, 8);
-    EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 9, head), len == 0 && w == 0 ? Slot::kEmpty : Slot::kMalformed)
-        << len;
+    EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 9, head), Slot::kMalformed) << len;
   }
+  // No payload: a head half written looks the same until the word after it repeats it.
+  h.length = 0;
+  const std::uint64_t w = head_word(h);
+  std::memcpy(s.bytes.data(), &w, 8);
+  EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 9, head), Slot::kIncomplete);
+  std::memcpy(s.bytes.data() + tail_offset(w), &w, 8);
+  EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 9, head), Slot::kMalformed);
+}
+
+// A WRITE placed byte by byte (rxe's CPU copy may store so, and an emulated CPU does), in address
+// order or the reverse: at every point of it the reader finds nothing, or a message not yet all
+// there, or — only once every byte that is not zero is in place — the message itself. Never a
+// malformed one, and never other bytes than the writer's.
+TEST(RingSlot, AWritePlacedByteByByteIsTakenOnlyWhenItsBytesAreAllThere) {
+  for (bool imm : {false, true})
+    for (std::uint32_t len : {1u, 8u, 13u, 50u, capacity(kSlot)})
+      for (std::uint16_t credit : {std::uint16_t{0}, std::uint16_t{0x0102}})
+        for (bool ascending : {true, false}) {
+          Head h;
+          h.seq = 0x0105;
+          h.length = static_cast<std::uint16_t>(len);
+          h.imm = imm;
+          h.credit = credit;
+          SlotImage full;
+          full.write(h, 0x00a1b2c3, std::byte{0x5a});
+          const std::uint32_t wire = wire_bytes(len, imm);
+          for (std::uint32_t k = 0; k <= wire; ++k) {  // k bytes placed
+            SlotImage s;
+            for (std::uint32_t i = 0; i < k; ++i) {
+              const std::uint32_t at = ascending ? i : wire - 1 - i;
+              s.bytes[at] = full.bytes[at];
+            }
+            std::uint64_t head = 0;
+            const Slot got = read_slot(s.bytes.data(), kSlot, h.seq, head);
+            ASSERT_NE(got, Slot::kMalformed) << len << " " << k;
+            if (got == Slot::kMessage) {
+              EXPECT_EQ(head, head_word(h));
+              EXPECT_EQ(std::memcmp(s.bytes.data(), full.bytes.data(), wire), 0)
+                  << "taken with bytes missing: len " << len << ", " << k << " of " << wire << " placed";
+            }
+            if (k == wire) {
+              EXPECT_EQ(got, Slot::kMessage) << len;
+            }
+          }
+        }
 }
 
 TEST(RingOffer, FieldRoundTripsAndIsSplitOffTheLine) {

@@ -325,6 +325,8 @@ class Endpoint {
   Status wait(std::chrono::milliseconds timeout) noexcept;
   // The handler poll() runs for each arrival instead of queueing it (nullptr: queue again). A
   // non-inline arrival's buffer is the application's, to release() — from the handler or later.
+  // The descriptor is valid until the handler returns. The handler may send, flush, release and
+  // close channels, but not poll() or wait(): arrivals are not taken from inside one.
   using Upcall = std::function<void(const Descriptor&)>;
   void set_upcall(Upcall handler);
 
