@@ -14,6 +14,7 @@
 #include <exception>
 #include <vector>
 
+#include "bench_endpoint.h"
 #include "unet/core/endpoint.h"
 
 DEFINE_string(d, "", "RDMA device (default: the first)");
@@ -37,12 +38,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage("unet_idle_poll [--channels N] [--polls K] [--noring]: the cost of an idle poll()");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   try {
-    EndpointConfig c;
-    c.device = FLAGS_d;
-    if (FLAGS_x >= 0) c.gid_index = static_cast<std::uint32_t>(FLAGS_x);
-    c.buffers = 64;
-    c.free_queue_depth = 32;
-    c.send_queue_depth = 16;
+    EndpointConfig c = bench::ring_bench_config(FLAGS_d, FLAGS_x, 16);
     c.max_channels = std::max(FLAGS_channels, 1u);
     c.max_rings = c.max_channels;
     c.ring_slots = FLAGS_slots;
@@ -50,9 +46,9 @@ int main(int argc, char** argv) {
     Endpoint a(c), b(c);
     std::vector<ChannelId> ab, ba;
     for (std::uint32_t i = 0; i < FLAGS_channels; ++i) {
-      const ChannelOffer oa = a.offer_channel({.ring = FLAGS_ring}), ob = b.offer_channel({.ring = FLAGS_ring});
-      ab.push_back(a.accept_offer(oa, ob.local));
-      ba.push_back(b.accept_offer(ob, oa.local));
+      const auto [x, y] = bench::join(a, b, FLAGS_ring);
+      ab.push_back(x);
+      ba.push_back(y);
     }
     // One message each way on every channel, so every ring has been written and read once.
     for (std::uint32_t i = 0; i < FLAGS_channels; ++i)

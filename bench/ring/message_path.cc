@@ -14,6 +14,7 @@
 #include <exception>
 #include <thread>
 
+#include "bench_endpoint.h"
 #include "unet/core/endpoint.h"
 
 DEFINE_string(d, "", "RDMA device (default: the first)");
@@ -55,15 +56,9 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage("unet_message_path [-s BYTES] [--count N] [--noring]: instructions per message phase");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   try {
-    EndpointConfig c;
-    c.device = FLAGS_d;
-    if (FLAGS_x >= 0) c.gid_index = static_cast<std::uint32_t>(FLAGS_x);
-    c.buffers = 64;
-    c.free_queue_depth = 32;
-    c.send_queue_depth = 64;
+    const EndpointConfig c = bench::ring_bench_config(FLAGS_d, FLAGS_x, 64);
     Endpoint a(c), b(c);
-    const ChannelOffer oa = a.offer_channel({.ring = FLAGS_ring}), ob = b.offer_channel({.ring = FLAGS_ring});
-    const ChannelId ab = a.accept_offer(oa, ob.local), ba = b.accept_offer(ob, oa.local);
+    const auto [ab, ba] = bench::join(a, b, FLAGS_ring);
     std::uint64_t late = 0;
     for (std::uint64_t i = 0; i < 2 * FLAGS_count; ++i) {
       auto [from, to, ch] = i % 2 == 0 ? std::tuple{&a, &b, ab} : std::tuple{&b, &a, ba};
