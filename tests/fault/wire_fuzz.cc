@@ -36,6 +36,12 @@ std::uint64_t seed() {
   return s;
 }
 
+std::uint64_t case_seed(const char* name) {
+  std::uint64_t s = seed();
+  for (const char* c = name; *c; ++c) s = splitmix(s ^ static_cast<unsigned char>(*c));
+  return s;
+}
+
 std::uint64_t packets() { return env_amount("UNET_WIRE_FUZZ_PACKETS", 3000); }
 
 std::uint32_t size_of(std::uint64_t k, std::uint32_t lo, std::uint32_t hi) {
@@ -140,9 +146,7 @@ std::string run(Target& t, const Options& o) {
   std::vector<std::uint32_t> edges = {0, 1, 2, 15, 16, 17, 19, 20, 21, 23, 24, 43, 44, 45, 47, 48,
                                       buf - 1, buf, buf + 1, mtu - 1, mtu, mtu + 1, max_len};
   std::erase_if(edges, [&](std::uint32_t e) { return e > max_len; });
-  std::uint64_t case_seed = seed();
-  for (const char* c = t.name(); *c; ++c) case_seed = splitmix(case_seed ^ static_cast<unsigned char>(*c));
-  Mutator mut(case_seed, max_len, edges, t.record(kPeerDevice), [&t](Rng& r) { return t.forge(r); });
+  Mutator mut(case_seed(t.name()), max_len, edges, t.record(kPeerDevice), [&t](Rng& r) { return t.forge(r); });
 
   const core::EndpointStats t0 = net.stats(), l0 = legit.stats();
   Tally tally;

@@ -53,8 +53,10 @@ using Rng = std::mt19937_64;
 inline constexpr const char* kPeerDevice = "rxe0";
 inline constexpr const char* kTargetDevice = "rxe1";
 
-// The seed of this run (printed once), and the hostile packets per case.
+// The seed of this run (printed once), the seed of the case named `name` (from it), and the
+// hostile packets per case.
 std::uint64_t seed();
+std::uint64_t case_seed(const char* name);
 std::uint64_t packets();
 
 // A deterministic byte pattern (legitimate payloads): byte i of message `k`.
@@ -79,6 +81,8 @@ class Target {
   virtual core::Endpoint& legit_net() = 0;
   // A channel of the target to a hostile QP whose half is `hostile_line`; returns the target's.
   virtual std::string open_hostile(std::string_view hostile_line) = 0;
+  // The target's end of the last hostile channel opened.
+  virtual core::ChannelId hostile_channel() const = 0;
   // Real packets of this layer to replay (recorded from one of its endpoints on `device`).
   virtual std::vector<Bytes> record(const char* device) = 0;
   // A header of this layer with valid-looking and absurd fields, and some payload.
@@ -96,6 +100,8 @@ class Target {
   // A hostile packet reached the layer (its length fits the target's buffer): note the codec's
   // verdict.
   virtual void expect(const Bytes& packet) = 0;
+  // Messages the application took from hostile channels so far (core; 0 where a layer has none).
+  virtual std::uint64_t hostile_taken() const { return 0; }
   // The layer's equations and legitimate totals (EXPECTs), and its line of the report.
   virtual std::string check() = 0;
 };
@@ -111,10 +117,11 @@ class Mutator {
   // The next packet and what kind it is.
   Bytes next(std::string& kind);
   Rng& rng() { return rng_; }
-
- private:
+  // n random bytes, and one to four random edits of `b` (the ring case uses them on slot images).
   Bytes random_bytes(std::size_t n);
   void mutate(Bytes& b);
+
+ private:
 
   Rng rng_;
   std::uint32_t max_len_;
@@ -143,5 +150,17 @@ struct Options {
 
 // Runs the fuzzer against `t`; returns the report line. Fails the test (EXPECT) on any mismatch.
 std::string run(Target& t, const Options& o);
+
+// The ring case (wire_fuzz_ring.cc): a hostile RC peer with a ring of its own opens a ring channel
+// to `t` (a core RC endpoint) and RDMA-writes random and mutated slot images into the target's
+// ring and words into its control block; the target's reader must deliver exactly the well-formed
+// messages, in order, count every malformed head and impossible credit, and zero what it took,
+// as a shadow copy of its ring read with core's own slot codec predicts. Also the target's own
+// messages to the hostile peer, by ring or SEND, arrive intact. 4 × packets() hostile steps;
+// `t.record()` and `t.forge()` are not used. Returns the report line.
+struct RingOptions {
+  std::uint32_t hostile_slots = 8, hostile_slot_bytes = 64;  // the ring the hostile peer offers
+};
+std::string run_ring(Target& t, const RingOptions& o);
 
 }  // namespace unet::test::fuzz

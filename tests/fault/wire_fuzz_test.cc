@@ -94,9 +94,10 @@ class LayerTarget : public Target {
   core::Endpoint& legit_net() override { return net_of(*legit_); }
   std::string open_hostile(std::string_view line) override {
     const core::ChannelOffer o = offer(*target_);
-    (void)accept(*target_, o, line);
+    t_hostile_ = accept(*target_, o, line);
     return o.local;
   }
+  ChannelId hostile_channel() const override { return t_hostile_; }
   bool poll_target() override { return target_->poll() >= 0; }
 
  protected:
@@ -113,16 +114,18 @@ class LayerTarget : public Target {
 
   std::string name_;
   std::unique_ptr<E> target_, legit_;
-  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel;
+  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel, t_hostile_ = core::kNoChannel;
   std::uint64_t malformed_ = 0, decodable_ = 0;  // hostile packets the layer's codec refuses, accepts
 };
 
 // ---- core: raw messages; every hostile one that reaches the layer is delivered intact, in order.
 class CoreTarget : public LayerTarget<core::Endpoint> {
  public:
-  explicit CoreTarget(Transport t)
-      : LayerTarget(std::string("core ") + transport_name(t), std::make_unique<core::Endpoint>(net_config(kTargetDevice, t)),
-                    std::make_unique<core::Endpoint>(net_config(kPeerDevice, t))),
+  // `ring`: RC endpoints with rings of this geometry (slots, slot bytes), not the default one.
+  explicit CoreTarget(Transport t, std::pair<std::uint32_t, std::uint32_t> ring = {})
+      : LayerTarget(std::string("core ") + transport_name(t) + (ring.first ? " ring" : ""),
+                    std::make_unique<core::Endpoint>(ring_config(net_config(kTargetDevice, t), ring)),
+                    std::make_unique<core::Endpoint>(ring_config(net_config(kPeerDevice, t), ring))),
         planned_(packets() / 2 + 16) {}
   std::vector<Bytes> record(const char*) override {  // core has no header: legitimate payloads
     std::vector<Bytes> v;
@@ -163,6 +166,7 @@ class CoreTarget : public LayerTarget<core::Endpoint> {
   bool unreliable() const override { return true; }
   bool legit_done() const override { return echoed_ == planned_; }
   void expect(const Bytes& p) override { hostile_.push_back(p); }
+  std::uint64_t hostile_taken() const override { return hostile_delivered_ + hostile_unexpected_; }
   std::string check() override {
     EXPECT_EQ(bad_, 0u) << name_ << ": legitimate messages altered";
     EXPECT_EQ(hostile_altered_ + hostile_unexpected_, 0u) << name_ << ": hostile messages altered or made up";
@@ -174,6 +178,10 @@ class CoreTarget : public LayerTarget<core::Endpoint> {
   }
 
  private:
+  static core::EndpointConfig ring_config(core::EndpointConfig c, std::pair<std::uint32_t, std::uint32_t> ring) {
+    if (ring.first) std::tie(c.ring_slots, c.ring_slot_bytes) = ring;
+    return c;
+  }
   Bytes message(std::uint64_t k) const { return pattern(k, size_of(k, 1, target_->max_message())); }
   // Sends message k from `ep` on `ch`; false when the send path is full (try again later).
   static bool send(core::Endpoint& ep, ChannelId ch, std::uint64_t k) {
@@ -623,6 +631,12 @@ class WireFuzz : public ::testing::Test {
 
 TEST_F(WireFuzz, CoreUd) { fuzz<CoreTarget>(Transport::kUd); }
 TEST_F(WireFuzz, CoreRc) { fuzz<CoreTarget>(Transport::kRc); }
+// The ring case (wire_fuzz.h, run_ring): small rings on both sides, so that the hostile peer's
+// writes cover every slot many times and the target's messages to it run out of credit.
+TEST_F(WireFuzz, CoreRcRing) {
+  CoreTarget target(Transport::kRc, {16, 256});
+  std::printf("wire fuzz: %s\n", run_ring(target, {.hostile_slots = 8, .hostile_slot_bytes = 64}).c_str());
+}
 TEST_F(WireFuzz, UamUd) { fuzz<UamTarget>(Transport::kUd); }
 TEST_F(WireFuzz, UamRc) { fuzz<UamTarget>(Transport::kRc); }
 TEST_F(WireFuzz, DatagramUd) { fuzz<DatagramTarget>(Transport::kUd); }

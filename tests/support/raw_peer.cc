@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "device_env.h"
+#include "ring_offer.h"
 #include "unet/verbs/connection_info.h"
 
 namespace unet::test {
@@ -60,15 +61,36 @@ void RawPeer::renew() {
   make_qp();
 }
 
-std::string RawPeer::line() const { return verbs::encode(local_); }
+void RawPeer::offer_ring(std::uint32_t slots, std::uint32_t slot_bytes) {
+  const core::ring::Geometry g{slots, slot_bytes};
+  if (type_ != verbs::QpType::kRc || !core::ring::valid(g)) throw std::invalid_argument("RawPeer: no such ring");
+  ring_.assign(g.remote_bytes() / 8, 0);  // a slot the endpoint may write is all zeros
+  ring_mr_ = std::make_unique<verbs::MemoryRegion>(
+      pd_, ring_.data(), g.remote_bytes(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  ring_slots_ = slots;
+  ring_slot_bytes_ = slot_bytes;
+}
+
+// Our line; with a ring, its key in the memory fields and the ring field before the newline.
+std::string RawPeer::line() const {
+  if (!ring_mr_) return verbs::encode(local_);
+  verbs::ConnectionInfo info = local_;
+  info.memory = ring_mr_->remote_key();
+  std::string s = verbs::encode(info);
+  s.insert(s.size() - 1, core::ring::encode_field({ring_slots_, ring_slot_bytes_}));
+  return s;
+}
 
 void RawPeer::connect(std::string_view endpoint_line) {
-  // An RC endpoint's offer may end with a ring field (" ring=SLOTSxBYTES", core/src/ring_offer.h).
-  // Ours has none, so the channel uses SEND/RECV only.
-  if (const std::size_t at = endpoint_line.find(" ring="); at != std::string_view::npos)
-    endpoint_line = endpoint_line.substr(0, at);
+  // An RC endpoint's offer may end with a ring field: its ring's key and geometry. The channel
+  // is a ring channel when ours has one too; else it uses SEND/RECV only.
+  core::ring::Geometry g;
   verbs::ConnectionInfo remote;
-  if (verbs::decode(endpoint_line, remote) != Status::kOk) throw std::invalid_argument("RawPeer: bad line");
+  if (!core::ring::split_offer(endpoint_line, g) || verbs::decode(endpoint_line, remote) != Status::kOk)
+    throw std::invalid_argument("RawPeer: bad line");
+  endpoint_ring_ = {};
+  if (ring_mr_ && g.slots != 0)
+    endpoint_ring_ = {remote.memory.addr, remote.memory.rkey, remote.memory.length, g.slots, g.slot_bytes};
   if (type_ == verbs::QpType::kUd) {
     verbs::RemotePort rp;
     rp.lid = remote.lid;
@@ -141,6 +163,32 @@ Status RawPeer::write_imm(std::uint32_t imm) {
   wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
   wr.imm_data = htobe32(imm);
   return post_and_wait(wr);
+}
+
+// An RDMA WRITE from, or READ into, the start of our send buffer, at `offset` in the endpoint's
+// ring.
+Status RawPeer::rdma(ibv_wr_opcode op, std::uint64_t offset, std::uint32_t len) {
+  if (len > max_bytes_) throw std::invalid_argument("RawPeer: RDMA past max_bytes");
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(send_buf_.data()), len, send_mr_->lkey()};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = len > 0 ? 1 : 0;
+  wr.opcode = op;
+  wr.wr.rdma.remote_addr = endpoint_ring_.addr + offset;
+  wr.wr.rdma.rkey = endpoint_ring_.rkey;
+  return post_and_wait(wr);
+}
+
+Status RawPeer::write_ring(std::uint64_t offset, std::span<const std::byte> bytes) {
+  if (bytes.size() > max_bytes_) throw std::invalid_argument("RawPeer: RDMA past max_bytes");
+  if (!bytes.empty()) std::memcpy(send_buf_.data(), bytes.data(), bytes.size());
+  return rdma(IBV_WR_RDMA_WRITE, offset, static_cast<std::uint32_t>(bytes.size()));
+}
+
+Status RawPeer::read_ring(std::uint64_t offset, std::span<std::byte> out) {
+  const Status s = rdma(IBV_WR_RDMA_READ, offset, static_cast<std::uint32_t>(out.size()));
+  if (s == Status::kOk && !out.empty()) std::memcpy(out.data(), send_buf_.data(), out.size());
+  return s;
 }
 
 std::size_t RawPeer::drain(const std::function<void(std::span<const std::byte>)>& sink) {
