@@ -665,9 +665,7 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
       slot = r.slot(++seq);
       continue;
     }
-    // A SEND sent before it comes first. One behind: a SEND after it arrived when the receive
-    // queue was full and was dropped (counted); this one waited for room and is next.
-    if (static_cast<std::int16_t>(ring::fallbacks_of(w) - r.fallbacks_taken) > 0) break;
+    if (ring::waits_for_send(w, r.fallbacks_taken)) break;  // a SEND sent before it comes first
     const std::uint32_t len = ring::length_of(w);
     const bool imm = ring::imm_of(w);
     Descriptor* d = &v_->upcall_arrival;  // not on the stack: its alignment would cost every poll

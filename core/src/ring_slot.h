@@ -54,6 +54,12 @@ constexpr std::uint16_t length_of(std::uint64_t w) noexcept { return static_cast
 constexpr bool imm_of(std::uint64_t w) noexcept { return (w >> 31) & 1; }
 constexpr std::uint16_t fallbacks_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 32); }
 constexpr std::uint16_t credit_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 48); }
+// Whether the message whose head is `w` must wait for a SEND of its channel sent before it:
+// `sends` SEND arrivals have been taken (or dropped for a full receive queue). A head that names
+// fewer is from before a dropped SEND, and is next in order.
+constexpr bool waits_for_send(std::uint64_t w, std::uint16_t sends) noexcept {
+  return static_cast<std::int16_t>(static_cast<std::uint16_t>(fallbacks_of(w) - sends)) > 0;
+}
 // Where the tail of the message whose head is `w` sits.
 constexpr std::uint32_t tail_offset(std::uint64_t w) noexcept { return payload_offset(imm_of(w)) + pad8(length_of(w)); }
 

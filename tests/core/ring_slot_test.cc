@@ -154,6 +154,19 @@ TEST(RingSlot, AWritePlacedByteByByteIsTakenOnlyWhenItsBytesAreAllThere) {
         }
 }
 
+// A ring message waits only for SENDs sent before it that have not arrived; one that names fewer
+// SENDs than have arrived (a later SEND was dropped for a full receive queue) is next. Mod 2^16.
+TEST(RingSlot, AMessageWaitsOnlyForSendsSentBeforeIt) {
+  for (std::uint16_t taken : {std::uint16_t{0}, std::uint16_t{7}, std::uint16_t{0xffff}}) {
+    Head h{1, 8, false, taken, 0};
+    EXPECT_FALSE(waits_for_send(head_word(h), taken)) << taken;
+    h.fallbacks = static_cast<std::uint16_t>(taken + 1);
+    EXPECT_TRUE(waits_for_send(head_word(h), taken)) << taken << ": the SEND before it is on its way";
+    h.fallbacks = static_cast<std::uint16_t>(taken - 1);
+    EXPECT_FALSE(waits_for_send(head_word(h), taken)) << taken << ": from before a dropped SEND";
+  }
+}
+
 TEST(RingOffer, FieldRoundTripsAndIsSplitOffTheLine) {
   const Geometry g{64, 1024};
   ASSERT_TRUE(valid(g));

@@ -62,7 +62,7 @@ class Shadow {
         ++taken_;
         continue;
       }
-      if (c != ring::Slot::kMessage || ring::fallbacks_of(w) != fallbacks_taken_) return;
+      if (c != ring::Slot::kMessage || ring::waits_for_send(w, fallbacks_taken_)) return;
       credit_errors_ += !tx_.update16(ring::credit_of(w));
       const std::byte* p = slot + ring::payload_offset(ring::imm_of(w));
       deliver(Bytes(p, p + ring::length_of(w)));
