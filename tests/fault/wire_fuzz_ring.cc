@@ -47,7 +47,7 @@ class Shadow {
   std::span<const std::byte> bytes() const { return {reinterpret_cast<const std::byte*>(mem_.data()), mem_.size() * 8}; }
 
   void write(std::uint64_t offset, std::span<const std::byte> b) {
-    std::memcpy(reinterpret_cast<std::byte*>(mem_.data()) + offset, b.data(), b.size());
+    if (!b.empty()) std::memcpy(reinterpret_cast<std::byte*>(mem_.data()) + offset, b.data(), b.size());
   }
   // Takes what the reader would; `deliver` gets each message's payload, in order.
   template <class F>
