@@ -275,13 +275,7 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
     send_queue_.pop(n);
     pending -= n;
     if (posted != Status::kOk) {
-      // The provider refused the list (part of it may be posted): stop the QP so everything
-      // flushes, and report every in-flight send of the lane as flushed — none is known done.
-      try {
-        lane.qp->to_error();
-      } catch (...) {
-      }
-      abort_lane(lane, Status::kFlushed);
+      post_refused(lane);
       return -1;
     }
     stats_.sent += n;
@@ -311,11 +305,7 @@ UNET_ALWAYS_INLINE int Endpoint::post_lone(Descriptor& d, Channel& c, Lane& lane
   if (!d.is_inline()) (void)buffers_.send_done(d.buffer);
   send_queue_.pop();
   if (posted != Status::kOk) [[unlikely]] {
-    try {
-      lane.qp->to_error();
-    } catch (...) {
-    }
-    abort_lane(lane, Status::kFlushed);
+    post_refused(lane);
     return -1;
   }
   ++stats_.sent;
@@ -369,6 +359,16 @@ void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noex
 void Endpoint::fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept {
   retire_through(lane, seq - 1, Status::kOk);
   if (lane.in_flight() > 0 && lane.oldest == seq) retire_one(lane, status);
+  abort_lane(lane, Status::kFlushed);
+}
+
+// The provider refused a post (part of a list may be posted): stop the QP so everything flushes,
+// and report every in-flight send of the lane as flushed — none is known done.
+void Endpoint::post_refused(Lane& lane) noexcept {
+  try {
+    lane.qp->to_error();
+  } catch (...) {
+  }
   abort_lane(lane, Status::kFlushed);
 }
 

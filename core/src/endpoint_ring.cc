@@ -188,11 +188,7 @@ Status Endpoint::post_control(Channel& ch, const ControlOp& op) noexcept {
   }
   ++stats_.doorbells;
   if (lane.qp->post_send(w) != Status::kOk) {
-    try {
-      lane.qp->to_error();
-    } catch (...) {
-    }
-    abort_lane(lane, Status::kFlushed);
+    post_refused(lane);
     return Status::kDeviceError;
   }
   return Status::kOk;

@@ -367,6 +367,7 @@ class Endpoint {
   Status drain_events() noexcept;
   void fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept;
   void abort_lane(Lane& lane, Status status) noexcept;
+  void post_refused(Lane& lane) noexcept;
   int recover_ud_qp() noexcept;
   void arrival_failed(std::size_t i) noexcept;
   bool ud_failed() const noexcept;
