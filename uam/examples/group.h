@@ -2,10 +2,11 @@
 // Messages: bounded progress, a barrier, tagged byte messages, and request/store/get wrappers that
 // retry on back-pressure and turn every failure into an exception naming the rank involved.
 //
-// One Group per worker process, made by launch() (launch.h) once every channel of the full mesh is
-// open: channel(peer) is the RC channel to rank `peer`. Everything here runs on the worker's one
-// thread. The wrappers poll while they retry, so they must not be called from inside a handler
-// (handlers only record what arrived; the program's main line reacts to it through wait_until).
+// One Group per rank, made by example_main() (example_main.h) once every channel of the full mesh
+// is open (boot::connect_all): channel(peer) is the RC channel to rank `peer`. Everything here
+// runs on the rank's one thread. The wrappers poll while they retry, so they must not be called
+// from inside a handler (handlers only record what arrived; the program's main line reacts to it
+// through wait_until).
 //
 // Handler ids from kFirstGroupHandler up belong to the group; programs use the ids below.
 #pragma once
@@ -94,6 +95,10 @@ class Group {
 
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 
+  // Test hook: this rank kills itself with SIGKILL when it reaches barrier number `epoch` (from
+  // 1), as a rank that dies mid-run.
+  void kill_at_barrier(std::uint64_t epoch) noexcept { kill_epoch_ = epoch; }
+
  private:
   static constexpr HandlerId kArrive = kFirstGroupHandler, kRelease = kFirstGroupHandler + 1,
                              kMail = kFirstGroupHandler + 2;
@@ -120,6 +125,7 @@ class Group {
   std::uint32_t idle_ = 0;  // polls in a row that found nothing to do
   std::string failure_;     // the first failed operation, if any
   std::uint64_t arrivals_ = 0, releases_ = 0, epoch_ = 0;
+  std::uint64_t kill_epoch_ = 0;  // kill_at_barrier()
   std::map<std::pair<int, std::uint32_t>, Mail> mail_;
 };
 

@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "example_main.h"
 #include "group.h"
-#include "launch.h"
 #include "options.h"
 #include "page_buffer.h"
 #include "phase_timer.h"
@@ -216,10 +216,10 @@ class SampleSort {
   // Bucket b gets the keys in [splitter b-1, splitter b): rank b's range. Each bucket starts on a
   // page of its own, so the page-aligned chunks it is stored in register apart.
   void partition() {
-    std::vector<std::uint8_t> dest(keys_.size());
+    std::vector<std::uint16_t> dest(keys_.size());
     size_.assign(n_, 0);
     for (std::uint64_t i = 0; i < keys_.size(); ++i) {
-      dest[i] = static_cast<std::uint8_t>(
+      dest[i] = static_cast<std::uint16_t>(
           std::upper_bound(splitters_.begin(), splitters_.end(), keys_[i]) - splitters_.begin());
       ++size_[dest[i]];
     }
@@ -365,23 +365,27 @@ class SampleSort {
 
 int main(int argc, char** argv) {
   Options opt("sample_sort",
-              "sample sort of 64-bit keys over forked processes, with U-Net Active Messages");
+              "sample sort of 64-bit keys over forked processes or the ranks mpirun started, with "
+              "U-Net Active Messages");
   opt.add("keys", "16777216", "keys to sort, in total");
   opt.add("samples", "4096", "keys each rank sends rank 0 to choose the splitters");
-  return example_main(
-      opt, argc, argv, [](const Options& o, const CommonParams& common, LaunchConfig& cfg) {
-        Params p;
-        p.keys = o.u64("keys", 1, 1ull << 32);
-        p.seed = common.seed;
-        p.samples = o.u64("samples", 1, 1u << 20);
-        p.chunk = common.chunk;
-        p.corrupt = common.corrupt;
-        // The registration cache holds what a rank stores from: at most its share of the keys.
-        const std::uint64_t share = (p.keys / cfg.procs + 1) * sizeof(std::uint64_t);
-        cfg.net = LaunchConfig::endpoint_config(share + (cfg.procs + 2) * p.chunk + (64u << 20));
-        return Work([p, &cfg](Group& g) mutable {
-          p.device = cfg.net.device;
-          return SampleSort(g, p).run();
-        });
-      });
+  return example_main(opt, argc, argv, [](const Options& o, const CommonParams& common) {
+    Params p;
+    p.keys = o.u64("keys", 1, 1ull << 32);
+    p.seed = common.seed;
+    p.samples = o.u64("samples", 1, 1u << 20);
+    p.chunk = common.chunk;
+    p.corrupt = common.corrupt;
+    Program prog;
+    // The registration cache holds what a rank stores from: at most its share of the keys.
+    prog.max_pinned_bytes = [p](int ranks) {
+      const std::uint64_t share = (p.keys / ranks + 1) * sizeof(std::uint64_t);
+      return share + (ranks + 2) * p.chunk + (64u << 20);
+    };
+    prog.work = [p](Group& g) mutable {
+      p.device = g.endpoint().net().config().device;
+      return SampleSort(g, p).run();
+    };
+    return prog;
+  });
 }
