@@ -47,9 +47,11 @@ std::string ForkJob::collective(std::string_view op, std::string_view body,
     out += body;
     parent_.send_all(out, timeout());
     if (progress) {
+      // Between calls of `progress`, a millisecond's wait for the answer: ranks waiting here must
+      // leave the CPUs to the ranks they wait for.
       for (;;) {
         pollfd p{parent_.fd(), POLLIN, 0};
-        if (::poll(&p, 1, 0) > 0) break;  // the answer, or the parent closed the socket
+        if (::poll(&p, 1, 1) > 0) break;  // the answer, or the parent closed the socket
         if (Clock::now() > deadline) throw Error(late);
         progress();
       }

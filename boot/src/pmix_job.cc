@@ -111,6 +111,8 @@ class PmixJob final : public Job {
         abandoned_.push_back(std::move(f));
         throw;
       }
+      // Leave the CPUs to the ranks, daemons and PMIx threads this fence waits for.
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
     if (f->status != PMIX_SUCCESS) fail("PMIx_Fence_nb", f->status, what);
   }

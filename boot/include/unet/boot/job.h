@@ -61,7 +61,8 @@ class Job {
   Launcher launcher() const noexcept { return launcher_; }
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }  // of each collective
 
-  // Returns once every rank has called it; calls `progress` over and over while it waits.
+  // Returns once every rank has called it; while it waits, calls `progress` about once a
+  // millisecond (sleeping in between, so that ranks sharing CPUs let the others run).
   virtual void barrier(const Progress& progress = {}) = 0;
   // Every rank's blob, by rank (ours included).
   virtual std::vector<std::string> allgather(std::string_view mine) = 0;
