@@ -6,7 +6,9 @@
 #   device  natively when this host has an RDMA device, else inside ci/rxe-vm (SoftRoCE in QEMU);
 #           among them the tests/consumer ping-pong built against the extracted packages;
 #   fault   inside ci/rxe-vm --two-dev (rxe0 and rxe1 across a veth pair, rxe2 and rxe3
-#           across another), when any exist.
+#           across another), when any exist;
+#   cluster inside ci/rxe-vm --two-dev too: the programs under Open MPI's mpirun on two simulated
+#           hosts (ci/sim-hosts: nodeA on rxe0, nodeB on rxe1), wired up through PMIx.
 # Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
 # build runs there unchanged.
@@ -41,7 +43,7 @@ logdir="$build/test-logs"
 ensure_unet_deps
 
 # Where the device tiers (and memcheck) run: here when this host has an RDMA device (unless
-# UNET_FORCE_VM=1), else in the VM. The fault tier always runs in the VM (--two-dev).
+# UNET_FORCE_VM=1), else in the VM. The fault and cluster tiers always run in the VM (--two-dev).
 device_where=vm
 if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
   device_where=host
@@ -114,6 +116,7 @@ run_tiers() {
   run_tier "$tree" unit host "${prefix}unit" || rc=1
   run_tier "$tree" device "$device_where" "${prefix}device" || rc=1
   run_tier "$tree" fault vm "${prefix}fault" --two-dev || rc=1
+  run_tier "$tree" cluster vm "${prefix}cluster" --two-dev || rc=1
   return "$rc"
 }
 
