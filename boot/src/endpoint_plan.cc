@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "unet/uam/credit_window.h"
@@ -51,6 +52,7 @@ DeviceFacts read_facts(const std::string& device, core::Transport transport) {
   const verbs::DeviceLimits& l = ctx->limits();
   f.mtu = ctx->port(1).active_mtu;
   f.max_qp = l.max_qp;
+  f.max_ah = l.max_ah;
   f.max_cqe = l.max_cqe;
   f.max_recv_wr = transport == core::Transport::kRc ? l.max_srq_wr : l.max_qp_wr;
   rlimit lim{};
@@ -83,9 +85,14 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
     throw Error(job + " do not fit: " + std::to_string(fq) + " posted receive buffers per rank, but " +
                 (dev.name.empty() ? "the device" : dev.name) + " allows " +
                 std::to_string(dev.max_recv_wr) + (rc ? " on a shared receive queue" : " on a QP"));
-  if (rc && channels + 1 > dev.max_qp)
-    throw Error(job + " do not fit: " + std::to_string(channels) + " RC QPs per rank, but " +
-                (dev.name.empty() ? "the device" : dev.name) + " allows " + std::to_string(dev.max_qp));
+  // Device-wide objects, one per channel of each rank on the device: RC's QPs, UD's AHs.
+  const std::uint64_t objects = std::uint64_t(std::max(req.ranks_per_device, 1)) * channels;
+  const std::uint32_t limit = rc ? dev.max_qp : dev.max_ah;
+  if (objects > limit)
+    throw Error(job + " do not fit: " + std::to_string(std::max(req.ranks_per_device, 1)) +
+                " ranks on " + (dev.name.empty() ? "the device" : dev.name) + " x " +
+                std::to_string(channels) + " channels need " + std::to_string(objects) +
+                (rc ? " RC QPs" : " address handles") + ", but it allows " + std::to_string(limit));
   // core's CQ: the posted buffers plus a send queue per channel's QP.
   const std::uint32_t lanes = std::max<std::uint32_t>(channels, 1);
   std::uint32_t sqd = kSendQueueDepth;
@@ -111,6 +118,18 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   c.max_grants = std::max<std::uint32_t>(64, static_cast<std::uint32_t>(req.ranks));
   c.max_pinned_bytes = req.max_pinned_bytes;
   p.am.window = static_cast<std::uint8_t>(w);
+  const auto patience = std::chrono::milliseconds(20) * req.ranks;
+  if (!rc && patience > std::chrono::milliseconds(800)) {
+    // UD acks come from the peer's software: a rank that waits for a CPU longer than uam's
+    // default patience (8 expiries, backing off to 160 ms: about 0.8 s) is taken for dead. Give
+    // a silent peer at least 20 ms per rank of the job: ranks may outnumber a node's CPUs.
+    uam::ReliabilityConfig& r = p.am.reliability;
+    r.rto_max = std::max<std::chrono::nanoseconds>(r.rto_max, std::chrono::seconds(1));
+    std::chrono::nanoseconds waited{0}, rto = r.rto_initial;
+    std::uint32_t retries = 0;
+    for (; waited < patience; ++retries, rto = std::min(2 * rto, r.rto_max)) waited += rto;
+    r.max_retries = std::max(r.max_retries, retries);
+  }
   p.per_channel = per_channel(w);
   const std::size_t slot = c.buffer_bytes + (rc ? 0 : kGrhBytes);
   p.segment_bytes = (std::size_t{c.buffers} * slot + 4095) / 4096 * 4096;
@@ -124,9 +143,18 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   return p;
 }
 
-std::string choose_device(int local_rank) {
+namespace {
+
+// The list the device rule picks from: UNET_DEVICE's, else every device of the node.
+std::vector<std::string> device_list() {
   const char* env = std::getenv("UNET_DEVICE");
-  std::vector<std::string> list = env && *env ? split(env) : verbs::device_names();
+  return env && *env ? split(env) : verbs::device_names();
+}
+
+}  // namespace
+
+std::string choose_device(int local_rank) {
+  const std::vector<std::string> list = device_list();
   if (list.empty()) return {};
   return list[static_cast<std::size_t>(local_rank) % list.size()];
 }
@@ -134,6 +162,9 @@ std::string choose_device(int local_rank) {
 EndpointPlan plan_for(Job& job, PlanRequest req) {
   req.ranks = job.size();
   const std::string device = choose_device(job.local_rank());
+  // This node's ranks on our device: local ranks r with r = local_rank (mod the list's length).
+  const int devices = std::max<int>(1, static_cast<int>(device_list().size()));
+  req.ranks_per_device = (job.local_size() - job.local_rank() % devices + devices - 1) / devices;
   std::string verdict;
   EndpointPlan plan;
   try {

@@ -17,6 +17,7 @@ DeviceFacts rxe() {
   d.name = "rxe0";
   d.mtu = 1024;
   d.max_qp = 1048560;
+  d.max_ah = 32767;
   d.max_cqe = 32767;
   d.max_recv_wr = 1048576;
   return d;
@@ -80,6 +81,9 @@ TEST(Plan, TwoHundredFiftySixRanksOverUdShrinkTheWindowAndTheSendQueue) {
   EXPECT_EQ(p.net.send_queue_depth, (32767u - 3857) / 255);  // 113: the CQ fits max_cqe
   EXPECT_LE(p.net.free_queue_depth + p.net.send_queue_depth * p.net.max_channels, 32767u);
   EXPECT_EQ(p.net.max_channels, 255u);
+  // A silent peer gets 20 ms x 256 = 5.1 s: 10+20+...+640 ms, then 1 s steps.
+  EXPECT_EQ(p.am.reliability.rto_max, std::chrono::seconds(1));
+  EXPECT_EQ(p.am.reliability.max_retries, 11u);  // 1.27 s after 7, 5.27 s after 11
 }
 
 // What uam::Endpoint checks when each channel opens, and core's CQ, hold for every size that fits.
@@ -132,10 +136,29 @@ TEST(Plan, DeviceLimitsAreCheckedBeforeAnyTraffic) {
       << why;
 
   small = rxe();
-  small.max_qp = 10;
-  why = refusal(request(core::Transport::kRc, 64), small);
-  EXPECT_NE(why.find("63 RC QPs per rank"), std::string::npos) << why;
-  EXPECT_NO_THROW(plan_endpoint(request(core::Transport::kUd, 64), small));  // one QP
+  small.max_qp = 100;
+  PlanRequest two = request(core::Transport::kRc, 64);
+  two.ranks_per_device = 2;
+  why = refusal(two, small);
+  EXPECT_NE(why.find("2 ranks on rxe0 x 63 channels need 126 RC QPs, but it allows 100"),
+            std::string::npos)
+      << why;
+  two.transport = core::Transport::kUd;  // one QP per rank
+  EXPECT_NO_THROW(plan_endpoint(two, small));
+}
+
+// rxe's 32767 address handles are the device's: a UD mesh of 256 ranks fits two devices of 128
+// ranks (two hosts), not one of 256.
+TEST(Plan, AddressHandlesAreCountedForEveryRankOnTheDevice) {
+  PlanRequest r = request(core::Transport::kUd, 256);
+  r.ranks_per_device = 128;
+  EXPECT_NO_THROW(plan_endpoint(r, rxe()));  // 128 x 255 = 32640
+  r.ranks_per_device = 256;
+  const std::string why = refusal(r, rxe());
+  EXPECT_NE(why.find("256 ranks on rxe0 x 255 channels need 65280 address handles, but it allows "
+                     "32767"),
+            std::string::npos)
+      << why;
 }
 
 TEST(Plan, PinnedMemoryBeyondTheMemlockLimitIsRefused) {

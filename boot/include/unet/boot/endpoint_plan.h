@@ -12,6 +12,15 @@
 // endpoints the registration cache's bound (the program's) and 64 bytes per operation slot.
 // boot/README.md has the figures for 8 to 256 ranks.
 //
+// UD: uam's acknowledgements come from the peer's software, so a peer waiting for a CPU looks
+// silent; beyond 40 ranks the plan lets a silent peer be for at least 20 ms x N before its
+// channel fails (uam's default is about 0.8 s: here its timeout backs off to 1 s, with as many
+// retries as that takes).
+//
+// The device's own objects are shared by the ranks that open it: RC makes a QP per channel, UD an
+// address handle per channel (core), so r ranks on one device need r (N-1) of them (rxe allows
+// 32767 address handles: a UD mesh of 256 ranks needs two devices of 128).
+//
 // The completion queue takes P + S (N-1) entries (S: the send queue depth per QP), so S is 128
 // unless the device's max_cqe needs it smaller, and never below uam's 80.
 //
@@ -37,7 +46,8 @@ inline constexpr std::uint32_t kDefaultMaxPostedBuffers = 4096;
 struct DeviceFacts {
   std::string name;                  // the device the rank opens ("" = the first)
   std::uint32_t mtu = 1024;          // the port's active MTU: UD's buffer size
-  std::uint32_t max_qp = UINT32_MAX;
+  std::uint32_t max_qp = UINT32_MAX;  // device-wide, as max_ah
+  std::uint32_t max_ah = UINT32_MAX;
   std::uint32_t max_cqe = UINT32_MAX;
   std::uint32_t max_recv_wr = UINT32_MAX;  // RC: the SRQ's max_srq_wr; UD: the QP's max_qp_wr
   std::uint64_t memlock_bytes = UINT64_MAX;  // RLIMIT_MEMLOCK (UINT64_MAX: unlimited or exempt)
@@ -48,6 +58,7 @@ struct PlanRequest {
   core::Transport transport = core::Transport::kRc;
   core::Mode mode = core::Mode::kDirectAccess;  // direct access: uam's store() and get() (RC)
   int ranks = 2;                                // plan_for() sets it to the job's size
+  int ranks_per_device = 1;  // of this node on this rank's device (plan_for() counts them)
   std::size_t max_pinned_bytes = 64u << 20;     // direct access: the registration cache's bound
   std::uint32_t max_posted_buffers = kDefaultMaxPostedBuffers;  // the receive-buffer budget
 };
@@ -62,15 +73,16 @@ struct EndpointPlan {
 };
 
 // The plan for `request` on `device` (a pure function: no device is opened). Throws Error saying
-// which bound the job breaks and by how much: the receive-buffer budget, the device's QPs,
-// receive-queue depth or completion-queue entries, or the memory-lock limit.
+// which bound the job breaks and by how much: the receive-buffer budget, the device's QPs or
+// address handles, receive-queue depth or completion-queue entries, or the memory-lock limit.
 EndpointPlan plan_endpoint(const PlanRequest& request, const DeviceFacts& device);
 
 // The device this rank opens (see the top of this file); "" when the node has none.
 std::string choose_device(int local_rank);
 
 // Collective: every rank of `job` chooses its device, reads its facts, plans with
-// request.ranks = job.size(), and all agree before any traffic: when any rank's plan fails, every
+// request.ranks = job.size() and ranks_per_device from its node's ranks and device list, and all
+// agree before any traffic: when any rank's plan fails, every
 // rank throws the same AgreedError, naming that rank, its node and device.
 EndpointPlan plan_for(Job& job, PlanRequest request);
 
