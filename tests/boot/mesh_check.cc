@@ -56,6 +56,7 @@ std::uint64_t status_kib(const std::string& field) {
 int check(boot::Job& job, const Params& p) {
   using Clock = std::chrono::steady_clock;
   const int n = job.size(), me = job.rank();
+  const auto t_start = Clock::now();
   boot::PlanRequest req;
   req.transport = p.transport;
   req.mode = core::Mode::kBaseLevel;
@@ -91,6 +92,7 @@ int check(boot::Job& job, const Params& p) {
   ep.on_completion([&](core::ChannelId, std::uint64_t, Status s) { ++(s == Status::kOk ? ok : failed); });
 
   const std::vector<core::ChannelId> channels = boot::connect_all(job, ep);
+  const auto t_connected = Clock::now();
   for (int r = 0; r < n; ++r)
     if (r != me) {
       if (channels[r] >= rank_of.size()) rank_of.resize(channels[r] + 1, -1);
@@ -121,6 +123,7 @@ int check(boot::Job& job, const Params& p) {
   while (received + bad < expect || ok + failed < expect)
     if (progress() == 0) (void)ep.wait(std::chrono::milliseconds(5));
   job.barrier([&] { (void)progress(); });  // peers may still wait for our acknowledgements
+  const auto t_done = Clock::now();
 
   std::ostringstream mine;
   mine << received << ' ' << bad << ' ' << ok << ' ' << failed << ' ' << status_kib("VmPin:")
@@ -149,6 +152,10 @@ int check(boot::Job& job, const Params& p) {
   const char* t = p.transport == core::Transport::kRc ? "RC" : "UD";
   std::printf("mesh_check: %d ranks over %s (%s): %s\n", n, t,
               std::string(boot::launcher_name(job.launcher())).c_str(), where.c_str());
+  std::printf("  rank 0: plan, endpoint and channels in %.2f s, the messages and the last barrier "
+              "in %.2f s\n",
+              std::chrono::duration<double>(t_connected - t_start).count(),
+              std::chrono::duration<double>(t_done - t_connected).count());
   std::printf("  per rank: %d channels, credit window %u, %u posted receive buffers of %u B (%u per "
               "channel), segment %.2f MiB, pinned %.2f MiB by plan; largest VmPin %.2f MiB, VmRSS "
               "%.1f MiB\n",
