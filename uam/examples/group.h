@@ -60,8 +60,9 @@ class Group {
       if (core::CycleClock::now() > deadline) timed_out(what);
     }
   }
-  // One step of progress: poll; after a run of idle polls, sleep on the completion channel for a
-  // little (several workers share the CPUs). Throws on a device error or a failed operation.
+  // One step of progress: poll; after a run of idle polls, yield the CPU between polls for a few
+  // milliseconds, then sleep on the completion channel (ranks share the CPUs). Throws on a device
+  // error or a failed operation.
   void progress();
   // Waits until every request, store and get we issued has completed (acknowledged by its peer).
   void quiesce();
@@ -122,7 +123,9 @@ class Group {
   std::vector<int> rank_by_channel_;
   std::chrono::milliseconds timeout_;
   std::uint64_t patience_;  // timeout_ in cycle-counter ticks
-  std::uint32_t idle_ = 0;  // polls in a row that found nothing to do
+  std::uint64_t yield_ticks_;    // kYieldFor (group.cc) in cycle-counter ticks
+  std::uint32_t idle_ = 0;       // polls in a row that found nothing to do
+  std::uint64_t idle_since_ = 0;  // when the spinning polls ended, in ticks
   std::string failure_;     // the first failed operation, if any
   std::uint64_t arrivals_ = 0, releases_ = 0, epoch_ = 0;
   std::uint64_t kill_epoch_ = 0;  // kill_at_barrier()
