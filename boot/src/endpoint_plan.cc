@@ -133,12 +133,13 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   p.per_channel = per_channel(w);
   const std::size_t slot = c.buffer_bytes + (rc ? 0 : kGrhBytes);
   p.segment_bytes = (std::size_t{c.buffers} * slot + 4095) / 4096 * 4096;
-  p.pinned_bytes = p.segment_bytes;
+  if (rc) p.ring_bytes = std::size_t{std::min(channels, c.max_rings)} * core::ring_channel_bytes(c);
+  p.pinned_bytes = p.segment_bytes + p.ring_bytes;
   if (req.mode == core::Mode::kDirectAccess)
     p.pinned_bytes += req.max_pinned_bytes + std::size_t{kMaxOperations} * kHeadBytes;
   if (p.pinned_bytes > dev.memlock_bytes)
     throw Error(job + " do not fit: a rank pins up to " + mib(double(p.pinned_bytes)) + " (segment " +
-                mib(double(p.segment_bytes)) + "), over RLIMIT_MEMLOCK of " +
+                mib(double(p.segment_bytes)) + ", rings " + mib(double(p.ring_bytes)) + "), over RLIMIT_MEMLOCK of " +
                 mib(double(dev.memlock_bytes)) + " (raise it: ulimit -l)");
   return p;
 }

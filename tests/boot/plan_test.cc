@@ -61,7 +61,8 @@ TEST(Plan, SixtyFourRanksOverRcAndUd) {
   EXPECT_EQ(rc.net.buffer_bytes, 4096u);
   EXPECT_EQ(rc.net.send_queue_depth, 128u);  // 1418 + 63 * 128 CQ entries fit 32767
   EXPECT_EQ(rc.segment_bytes, 1674u * 4096);
-  EXPECT_EQ(rc.pinned_bytes, rc.segment_bytes);  // base level: no registration cache
+  EXPECT_EQ(rc.ring_bytes, 63u * 72 * 1024);  // core's ring channels: 63 of max_rings 64
+  EXPECT_EQ(rc.pinned_bytes, rc.segment_bytes + rc.ring_bytes);  // base level: no registration cache
 
   const EndpointPlan ud = plan_endpoint(request(core::Transport::kUd, 64), rxe());
   EXPECT_EQ(ud.net.free_queue_depth, 1418u);
@@ -71,7 +72,7 @@ TEST(Plan, SixtyFourRanksOverRcAndUd) {
   // Direct access adds the registration cache's bound and the operation heads.
   PlanRequest da = request(core::Transport::kRc, 64, core::Mode::kDirectAccess);
   da.max_pinned_bytes = 32u << 20;
-  EXPECT_EQ(plan_endpoint(da, rxe()).pinned_bytes, rc.segment_bytes + (32u << 20) + 256 * 64);
+  EXPECT_EQ(plan_endpoint(da, rxe()).pinned_bytes, rc.pinned_bytes + (32u << 20) + 256 * 64);
 }
 
 TEST(Plan, TwoHundredFiftySixRanksOverUdShrinkTheWindowAndTheSendQueue) {
@@ -169,7 +170,14 @@ TEST(Plan, PinnedMemoryBeyondTheMemlockLimitIsRefused) {
   const std::string why = refusal(r, d);
   EXPECT_NE(why.find("over RLIMIT_MEMLOCK of 8.0 MiB (raise it: ulimit -l)"), std::string::npos)
       << why;
-  r.mode = core::Mode::kBaseLevel;  // the segment alone (6.5 MiB) fits
+  r.mode = core::Mode::kBaseLevel;  // the segment (6.5 MiB) and 63 rings (4.4 MiB) do not fit
+  EXPECT_NE(refusal(r, d).find("a rank pins up to 11.0 MiB (segment 6.5 MiB, rings 4.4 MiB)"),
+            std::string::npos)
+      << refusal(r, d);
+  r.ranks = 32;  // 3.8 MiB + 31 rings (2.2 MiB)
+  EXPECT_NO_THROW(plan_endpoint(r, d));
+  r.ranks = 64;
+  r.transport = core::Transport::kUd;  // the segment alone, 1.7 MiB
   EXPECT_NO_THROW(plan_endpoint(r, d));
 }
 

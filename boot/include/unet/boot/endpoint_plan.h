@@ -9,7 +9,9 @@
 // default); then the largest W that fits; with none (W = 1 does not fit either) the job does not
 // fit. The segment holds P + 256 buffers (the 256 to send from) of 4 KiB on RC and of the path MTU
 // (+ 64 bytes for the GRH) on UD. Pinned memory per rank = the segment, plus on direct-access
-// endpoints the registration cache's bound (the program's) and 64 bytes per operation slot.
+// endpoints the registration cache's bound (the program's) and 64 bytes per operation slot, plus
+// on RC the ring channels' memory: min(N-1, max_rings) x core::ring_channel_bytes() (72 KiB each
+// with core's defaults; later channels are plain).
 // boot/README.md has the figures for 8 to 256 ranks.
 //
 // UD: uam's acknowledgements come from the peer's software, so a peer waiting for a CPU looks
@@ -69,7 +71,8 @@ struct EndpointPlan {
   uam::Config am;                   // am.window: W
   std::uint32_t per_channel = 0;    // c(W): posted buffers one channel holds
   std::size_t segment_bytes = 0;    // pinned by the segment
-  std::size_t pinned_bytes = 0;     // segment + registration cache bound + operation heads
+  std::size_t ring_bytes = 0;       // RC: pinned by the ring channels
+  std::size_t pinned_bytes = 0;     // segment + rings + registration cache bound + operation heads
 };
 
 // The plan for `request` on `device` (a pure function: no device is opened). Throws Error saying
