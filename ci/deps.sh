@@ -19,7 +19,7 @@ UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2 openmpi-bin)
 # <fuzzer/FuzzedDataProvider.h> (libclang-rt-dev; on bookworm it pulls libclang-rt-14-dev).
 UNET_FUZZ_PACKAGES=(clang libclang-rt-dev)
 # bench/compare's other peers (ucx_perftest, sockperf; rstream is in rdmacm-utils; the MPI sample
-# sort of bench/compare/cluster_sort.sh, built with Open MPI), its plots, and callgrind for the
+# sort of bench/compare/cluster_sort.py, built with Open MPI), its plots, and callgrind for the
 # instruction counts in bench/.
 UNET_COMPARE_PACKAGES=(ucx-utils sockperf python3 python3-matplotlib valgrind libopenmpi-dev)
 

@@ -24,7 +24,7 @@
 //              max(rank i) <= min(rank i+1)
 // Rank 0 also times the steps of sample (samples in, sorting them) and of exchange (sizes,
 // windows, and the stores between two barriers), and then 20 barriers in a row: the figures
-// bench/compare/cluster_sort.sh sets beside the same sort written with MPI.
+// bench/compare/cluster_sort.py sets beside the same sort written with MPI.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
