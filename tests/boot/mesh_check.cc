@@ -67,7 +67,7 @@ int check(boot::Job& job, const Params& p) {
   std::vector<int> rank_of;  // by channel id
   std::vector<std::uint64_t> next(n, 0);
   std::uint64_t received = 0, bad = 0, ok = 0, failed = 0;
-  std::string first_bad;
+  std::string first_bad, complain_failed;
   auto complain = [&](const std::string& what) {
     if (bad++ == 0) first_bad = what;
   };
@@ -89,7 +89,13 @@ int check(boot::Job& job, const Params& p) {
         return uam::Disposition::kDone;
       }) != Status::kOk)
     throw std::logic_error("handler registration refused");
-  ep.on_completion([&](core::ChannelId, std::uint64_t, Status s) { ++(s == Status::kOk ? ok : failed); });
+  ep.on_completion([&](core::ChannelId ch, std::uint64_t, Status s) {
+    if (s == Status::kOk) return void(++ok);
+    if (failed++ == 0) {
+      const int to = ch < rank_of.size() ? rank_of[ch] : -1;
+      complain_failed = "a request to rank " + std::to_string(to) + " completed " + std::string(to_string(s));
+    }
+  });
 
   const std::vector<core::ChannelId> channels = boot::connect_all(job, ep);
   const auto t_connected = Clock::now();
@@ -99,11 +105,27 @@ int check(boot::Job& job, const Params& p) {
       rank_of[channels[r]] = r;
     }
 
+  const std::uint64_t expect = p.messages * std::uint64_t(n - 1);
   const auto deadline = Clock::now() + job.timeout();
   auto progress = [&] {
     const int work = ep.poll();
     if (work < 0) throw std::runtime_error("device error while polling");
-    if (Clock::now() > deadline) throw std::runtime_error("timed out");
+    if (Clock::now() > deadline) {
+      // Say where it stuck: which peers' messages are missing, and the counters that tell why.
+      std::ostringstream why;
+      why << "timed out: got " << received << " of " << expect << " messages, " << ok + failed
+          << " of " << expect << " requests completed; short of peers";
+      int listed = 0;
+      for (int r = 0; r < n && listed < 8; ++r)
+        if (r != me && next[r] < p.messages) why << ' ' << r << " (" << next[r] << ')', ++listed;
+      const uam::Stats& a = ep.stats();
+      const core::EndpointStats& c = ep.net().stats();
+      why << "; uam credits sent/received " << a.credit_messages << '/' << a.credit_messages_received
+          << ", probes " << a.probes << "; core sent " << c.sent << ", received " << c.received
+          << ", ring sent/received " << c.ring_sent << '/' << c.ring_received << ", ring sleeps "
+          << c.ring_sleeps << ", send errors " << c.send_errors;
+      throw std::runtime_error(why.str());
+    }
     return work;
   };
   std::vector<std::byte> payload(size);
@@ -119,7 +141,6 @@ int check(boot::Job& job, const Params& p) {
         (void)progress();
       }
     }
-  const std::uint64_t expect = p.messages * std::uint64_t(n - 1);
   while (received + bad < expect || ok + failed < expect)
     if (progress() == 0) (void)ep.wait(std::chrono::milliseconds(5));
   job.barrier([&] { (void)progress(); });  // peers may still wait for our acknowledgements
@@ -127,7 +148,7 @@ int check(boot::Job& job, const Params& p) {
 
   std::ostringstream mine;
   mine << received << ' ' << bad << ' ' << ok << ' ' << failed << ' ' << status_kib("VmPin:")
-       << ' ' << status_kib("VmRSS:") << ' ' << (first_bad.empty() ? "-" : first_bad);
+       << ' ' << status_kib("VmRSS:") << ' ' << (first_bad.empty() ? complain_failed.empty() ? "-" : complain_failed : first_bad);
   const auto reports = job.allgather(mine.str());
   const std::string where = boot::placement(job, plan.net.device);
   if (me != 0) return bad == 0 && failed == 0 && received == expect ? boot::kExitOk : boot::kExitWrong;
@@ -144,7 +165,7 @@ int check(boot::Job& job, const Params& p) {
     rss = std::max(rss, vrss);
     if (got != expect || nbad || nok != expect || nfail) {
       std::printf("FAILED: rank %d got %" PRIu64 " of %" PRIu64 " messages (%" PRIu64
-                  " bad:%s); %" PRIu64 " of its requests completed ok, %" PRIu64 " failed\n",
+                  " bad; first problem:%s); %" PRIu64 " of its requests completed ok, %" PRIu64 " failed\n",
                   r, got, expect, nbad, why.c_str(), nok, nfail);
       all_ok = false;
     }
