@@ -119,6 +119,15 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   c.max_pinned_bytes = req.max_pinned_bytes;
   p.am.window = static_cast<std::uint8_t>(w);
   const auto patience = std::chrono::milliseconds(20) * req.ranks;
+  if (rc) {
+    // RC acks come from the device, but rxe's are kernel software that ranks outnumbering the
+    // CPUs starve like any thread (seen: 64 ranks on 2 vCPUs failed QPs at core's 0.47 s). Give
+    // a silent QP at least 50 ms per rank: 4.096 us x 2^ack_timeout x (retry_count + 1) (at
+    // 20 ms, 1.9 s for 64 ranks, a QP still failed in one run of two).
+    const std::chrono::nanoseconds per_try = patience * 5 / 2 / (c.retry_count + 1);
+    while (c.ack_timeout < 24 && std::chrono::nanoseconds(std::int64_t{4096} << c.ack_timeout) < per_try)
+      ++c.ack_timeout;
+  }
   if (!rc && patience > std::chrono::milliseconds(800)) {
     // UD acks come from the peer's software: a rank that waits for a CPU longer than uam's
     // default patience (8 expiries, backing off to 160 ms: about 0.8 s) is taken for dead. Give

@@ -19,6 +19,10 @@
 // channel fails (uam's default is about 0.8 s: here its timeout backs off to 1 s, with as many
 // retries as that takes).
 //
+// RC: rxe's acknowledgements are kernel software, starved like any thread when ranks outnumber
+// the CPUs, so the plan raises core's ack_timeout until a silent QP fails after at least
+// 50 ms x N (4.096 us x 2^ack_timeout x 7; core's default, 14, gives 0.47 s: enough up to 9 ranks).
+//
 // The device's own objects are shared by the ranks that open it: RC makes a QP per channel, UD an
 // address handle per channel (core), so r ranks on one device need r (N-1) of them (rxe allows
 // 32767 address handles: a UD mesh of 256 ranks needs two devices of 128).
