@@ -43,12 +43,10 @@ namespace {
 constexpr HandlerId kToken = 1, kGot = 2;
 constexpr std::uint32_t kTagReport = 1;
 
-struct Params {
+// The options every example has (seed, chunk, corrupt), and this one's.
+struct Params : CommonParams {
   std::uint64_t n = 0;
-  std::uint64_t seed = 0;
   std::uint64_t samples = 0;  // entries each rank checks against the serial reference
-  std::uint64_t chunk = 0;    // bytes per get
-  bool corrupt = false;       // test hook: damage one entry of C
   std::string device;         // for the report
 };
 
@@ -343,11 +341,9 @@ int main(int argc, char** argv) {
   opt.add("samples", "1024", "entries of C each rank checks against a serial reference");
   return example_main(opt, argc, argv, [](const Options& o, const CommonParams& common) {
     Params p;
+    static_cast<CommonParams&>(p) = common;
     p.n = o.u64("n", 1, 16384);
-    p.seed = common.seed;
     p.samples = o.u64("samples", 0, 1u << 24);
-    p.chunk = common.chunk;
-    p.corrupt = common.corrupt;
     Program prog;
     // The registration cache holds the two buffers gets land in: at most two blocks of B.
     prog.max_pinned_bytes = [p](int ranks) {

@@ -51,12 +51,10 @@ namespace {
 constexpr HandlerId kBucketSize = 1, kWindow = 2, kStored = 3;
 constexpr std::uint32_t kTagSamples = 1, kTagSplitters = 2, kTagReport = 3;
 
-struct Params {
+// The options every example has (seed, chunk, corrupt), and this one's.
+struct Params : CommonParams {
   std::uint64_t keys = 0;
-  std::uint64_t seed = 0;
   std::uint64_t samples = 0;  // per rank
-  std::uint64_t chunk = 0;    // bytes per store
-  bool corrupt = false;       // test hook: damage one key after the sort
   std::string device;         // for the report
 };
 
@@ -399,11 +397,9 @@ int main(int argc, char** argv) {
   opt.add("samples", "4096", "keys each rank sends rank 0 to choose the splitters");
   return example_main(opt, argc, argv, [](const Options& o, const CommonParams& common) {
     Params p;
+    static_cast<CommonParams&>(p) = common;
     p.keys = o.u64("keys", 1, 1ull << 32);
-    p.seed = common.seed;
     p.samples = o.u64("samples", 1, 1u << 20);
-    p.chunk = common.chunk;
-    p.corrupt = common.corrupt;
     Program prog;
     // The registration cache holds what a rank stores from: at most its share of the keys.
     prog.max_pinned_bytes = [p](int ranks) {
