@@ -64,8 +64,12 @@ def run(cmd, timeout):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     if r.returncode != 0:
         sys.stderr.write(r.stdout)
-        raise SystemExit("cluster_sort: %s exited %d" % (" ".join(cmd), r.returncode))
+        raise RunFailed("%s exited %d" % (os.path.basename(cmd[-3]), r.returncode))
     return r.stdout, time.time() - t0
+
+
+class RunFailed(Exception):
+    """One program run that exited non-zero (its output went to stderr)."""
 
 
 def number(pattern, text, what):
@@ -146,12 +150,20 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     sim = [os.path.join(ROOT, "ci", "sim-hosts"), "--timeout", str(a.timeout)]
     runs = {prog: {p: [] for p in a.ranks} for prog in PROGRAMS}
+    failures = {prog: {p: [] for p in a.ranks} for prog in PROGRAMS}
     bw = {"one way": [], "both ways": []}
     for rnd in range(a.rounds):
         for p in a.ranks:
             order = PROGRAMS if rnd % 2 == 0 else tuple(reversed(PROGRAMS))
             for prog in order:
-                out, wall = run(sim + ["-np", str(p), "--", binaries[prog], "--keys", str(a.keys)], a.timeout + 30)
+                try:
+                    out, wall = run(sim + ["-np", str(p), "--", binaries[prog], "--keys", str(a.keys)],
+                                    a.timeout + 30)
+                except RunFailed as e:
+                    # Kept out of the medians and counted in the tables: a failed run is a finding.
+                    failures[prog][p].append(str(e))
+                    print("round %d, %d ranks, %-4s: FAILED (%s)" % (rnd + 1, p, prog, e), flush=True)
+                    continue
                 f = parse_sort(out, prog)
                 runs[prog][p].append(f)
                 print("round %d, %d ranks, %-4s: total %.3f s, bulk %.1f MiB/s, barrier %.1f us (%.0f s with mpirun)"
@@ -162,17 +174,20 @@ def main():
         print("round %d: ib_write_bw rxe1 -> rxe0 %.1f MiB/s one way, %.1f both ways"
               % (rnd + 1, bw["one way"][-1], bw["both ways"][-1]), flush=True)
 
-    med = {prog: {p: {k: median([f[k] for f in runs[prog][p]]) for k in runs[prog][p][0]} for p in a.ranks}
+    keys = next(iter(f for prog in PROGRAMS for p in a.ranks for f in runs[prog][p]), {}).keys()
+    med = {prog: {p: {k: median([f[k] for f in runs[prog][p]]) for k in keys} for p in a.ranks}
            for prog in PROGRAMS}
     bw_med = {k: median(v) for k, v in bw.items()}
     md = ["# Sample sort, %d keys, on two simulated hosts (nodeA: rxe0, nodeB: rxe1), median of %d rounds"
           % (a.keys, a.rounds), "",
           "Seconds per phase on rank 0's clock (each phase ends at a barrier); MPI is Debian's Open MPI 4.1 "
           "(TCP between the hosts, shared memory within one).", "",
-          "| ranks | program | " + " | ".join(PHASES) + " |", "|---|---|" + "---|" * len(PHASES)]
+          "| ranks | program | runs ok / failed | " + " | ".join(PHASES) + " |",
+          "|---|---|---|" + "---|" * len(PHASES)]
     for p in a.ranks:
         for prog in PROGRAMS:
-            md.append("| %d | %s | " % (p, "unet" if prog == "unet" else "MPI")
+            md.append("| %d | %s | %d / %d | " % (p, "unet" if prog == "unet" else "MPI", len(runs[prog][p]),
+                                                 len(failures[prog][p]))
                       + " | ".join("%.3f" % med[prog][p][ph] for ph in PHASES) + " |")
     md += ["", "Latency-bound steps (goal: MPI / unet >= 2): samples to rank 0 and splitters back (the sample "
            "phase less rank 0's sort of the samples), the bucket sizes, one barrier.", "",
@@ -198,9 +213,12 @@ def main():
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(text)
     with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"keys": a.keys, "ranks": a.ranks, "rounds": a.rounds, "runs": runs, "ib_write_bw": bw,
+        json.dump({"keys": a.keys, "ranks": a.ranks, "rounds": a.rounds, "runs": runs, "failures": failures,
+                   "ib_write_bw": bw,
                    "median": med, "ib_write_bw_median": bw_med}, f, indent=1)
     print(text)
+    if any(failures[prog][p] for prog in PROGRAMS for p in a.ranks):
+        raise SystemExit("cluster_sort: some runs failed (see the tables)")
 
 
 if __name__ == "__main__":
