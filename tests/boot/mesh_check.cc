@@ -39,6 +39,7 @@ struct Params {
   core::Transport transport = core::Transport::kUd;
   std::uint64_t messages = 4;  // to each peer
   std::uint64_t size = 64;     // payload bytes (clamped to the medium limit)
+  bool rings = true;           // RC: core's ring channels (its default), or plain channels
 };
 
 std::byte pattern(std::uint64_t from, std::uint64_t to, std::uint64_t seq, std::size_t i) {
@@ -60,7 +61,8 @@ int check(boot::Job& job, const Params& p) {
   boot::PlanRequest req;
   req.transport = p.transport;
   req.mode = core::Mode::kBaseLevel;
-  const boot::EndpointPlan plan = boot::plan_for(job, req);
+  boot::EndpointPlan plan = boot::plan_for(job, req);
+  if (!p.rings) plan.net.ring_slots = 0;
   uam::Endpoint ep(plan.net, plan.am);
   const std::size_t size = std::min<std::size_t>(p.size, ep.max_payload(3));
 
@@ -205,6 +207,7 @@ int main(int argc, char** argv) {
   opt.add("messages", "4", "messages each rank sends each other rank");
   opt.add("size", "64", "payload bytes of each (at most the medium limit)");
   opt.add("timeout", "300", "seconds every wait may take");
+  opt.add("rings", "1", "RC: 1 ring channels (core's default), 0 plain channels");
   try {
     if (!opt.parse(argc, argv)) return boot::kExitOk;
     Params p;
@@ -213,6 +216,7 @@ int main(int argc, char** argv) {
     p.transport = t == "rc" ? core::Transport::kRc : core::Transport::kUd;
     p.messages = opt.u64("messages", 1, 1u << 20);
     p.size = opt.u64("size", 0, 1u << 16);
+    p.rings = opt.u64("rings", 0, 1) == 1;
     boot::LaunchConfig cfg;
     cfg.program = "mesh_check";
     cfg.mode = boot::parse_launch_mode(opt.str("launcher"));
