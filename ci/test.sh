@@ -116,7 +116,7 @@ run_tiers() {
   run_tier "$tree" unit host "${prefix}unit" || rc=1
   run_tier "$tree" device "$device_where" "${prefix}device" || rc=1
   run_tier "$tree" fault vm "${prefix}fault" --two-dev || rc=1
-  run_tier "$tree" cluster vm "${prefix}cluster" --two-dev || rc=1
+  run_tier "$tree" cluster vm "${prefix}cluster" --two-dev --mem 4096 || rc=1  # 64 ranks
   return "$rc"
 }
 

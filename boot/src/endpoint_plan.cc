@@ -121,12 +121,11 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   const auto patience = std::chrono::milliseconds(20) * req.ranks;
   if (rc) {
     // RC acks come from the device, but rxe's are kernel software that ranks outnumbering the
-    // CPUs starve like any thread, and across a veth its go-back-N retries of 1 MiB stores
-    // collapse into losses (seen: 64 ranks on 2 vCPUs at core's 0.47 s and at 1.9 s, and 8 ranks
-    // of a 16M-key sort at 0.47 s, failed QPs with retry exceeded). Give a silent QP at least
-    // 2 s and 50 ms per rank: 4.096 us x 2^ack_timeout x (retry_count + 1).
+    // CPUs starve like any thread, and a try that times out while the burst it belongs to is
+    // still queued resends it, so the load feeds itself (boot/README.md: Failure). Give a silent
+    // QP at least 2 s and 200 ms per rank: 4.096 us x 2^ack_timeout x (retry_count + 1).
     const std::chrono::nanoseconds want =
-        std::max<std::chrono::nanoseconds>(std::chrono::seconds(2), std::chrono::milliseconds(50) * req.ranks);
+        std::max<std::chrono::nanoseconds>(std::chrono::seconds(2), std::chrono::milliseconds(200) * req.ranks);
     const std::chrono::nanoseconds per_try = want / (c.retry_count + 1);
     while (c.ack_timeout < 24 && std::chrono::nanoseconds(std::int64_t{4096} << c.ack_timeout) < per_try)
       ++c.ack_timeout;

@@ -47,6 +47,15 @@ std::byte pattern(std::uint64_t from, std::uint64_t to, std::uint64_t seq, std::
 }
 
 // A "VmPin:" / "VmRSS:" figure of this process, in KiB (0 when absent).
+// The core counters that tell why a channel failed or stuck.
+std::string counters(const core::EndpointStats& c) {
+  std::ostringstream o;
+  o << "sent " << c.sent << ", received " << c.received << ", ring sent/received " << c.ring_sent << '/'
+    << c.ring_received << ", ring sleeps " << c.ring_sleeps << ", send errors " << c.send_errors
+    << ", receive errors " << c.recv_errors << ", ring protocol errors " << c.ring_protocol_errors;
+  return o.str();
+}
+
 std::uint64_t status_kib(const std::string& field) {
   std::ifstream in("/proc/self/status");
   for (std::string line; std::getline(in, line);)
@@ -121,11 +130,8 @@ int check(boot::Job& job, const Params& p) {
       for (int r = 0; r < n && listed < 8; ++r)
         if (r != me && next[r] < p.messages) why << ' ' << r << " (" << next[r] << ')', ++listed;
       const uam::Stats& a = ep.stats();
-      const core::EndpointStats& c = ep.net().stats();
       why << "; uam credits sent/received " << a.credit_messages << '/' << a.credit_messages_received
-          << ", probes " << a.probes << "; core sent " << c.sent << ", received " << c.received
-          << ", ring sent/received " << c.ring_sent << '/' << c.ring_received << ", ring sleeps "
-          << c.ring_sleeps << ", send errors " << c.send_errors;
+          << ", probes " << a.probes << "; core: " << counters(ep.net().stats());
       throw std::runtime_error(why.str());
     }
     return work;
@@ -138,8 +144,9 @@ int check(boot::Job& job, const Params& p) {
       const std::uint64_t args[3] = {std::uint64_t(me), std::uint64_t(peer), seq};
       for (Status s; (s = ep.request(channels[peer], kCheck, args, payload)) != Status::kOk;) {
         if (s != Status::kNoResource)
-          throw std::runtime_error("request to rank " + std::to_string(peer) + ": " +
-                                   std::string(to_string(s)));
+          throw std::runtime_error("request to rank " + std::to_string(peer) + ": " + std::string(to_string(s)) +
+                                   (complain_failed.empty() ? "" : " (first: " + complain_failed + ")") +
+                                   "; core: " + counters(ep.net().stats()));
         // Out of send buffers or credit until peers acknowledge: sleep rather than spin, since
         // on UD those acknowledgements need the peers' CPU time (256 ranks share 2 in the VM).
         if (progress() == 0) (void)ep.wait(std::chrono::milliseconds(1));
@@ -151,19 +158,21 @@ int check(boot::Job& job, const Params& p) {
   const auto t_done = Clock::now();
 
   std::ostringstream mine;
-  mine << received << ' ' << bad << ' ' << ok << ' ' << failed << ' ' << status_kib("VmPin:")
+  mine << received << ' ' << bad << ' ' << ok << ' ' << failed << ' ' << ep.net().stats().ring_received << ' '
+       << status_kib("VmPin:")
        << ' ' << status_kib("VmRSS:") << ' ' << (first_bad.empty() ? complain_failed.empty() ? "-" : complain_failed : first_bad);
   const auto reports = job.allgather(mine.str());
   const std::string where = boot::placement(job, plan.net.device);
   if (me != 0) return bad == 0 && failed == 0 && received == expect ? boot::kExitOk : boot::kExitWrong;
 
   bool all_ok = true;
-  std::uint64_t pin = 0, rss = 0;
+  std::uint64_t pin = 0, rss = 0, by_ring = 0;
   for (int r = 0; r < n; ++r) {
     std::istringstream in(reports[r]);
-    std::uint64_t got, nbad, nok, nfail, vpin, vrss;
+    std::uint64_t got, nbad, nok, nfail, ring, vpin, vrss;
     std::string why;
-    in >> got >> nbad >> nok >> nfail >> vpin >> vrss;
+    in >> got >> nbad >> nok >> nfail >> ring >> vpin >> vrss;
+    by_ring += ring;
     std::getline(in, why);
     pin = std::max(pin, vpin);
     rss = std::max(rss, vrss);
@@ -187,6 +196,9 @@ int check(boot::Job& job, const Params& p) {
               n - 1, unsigned(plan.am.window), plan.net.free_queue_depth, plan.net.buffer_bytes,
               plan.per_channel, double(plan.segment_bytes) / (1 << 20),
               double(plan.pinned_bytes) / (1 << 20), double(pin) / 1024, double(rss) / 1024);
+  if (p.transport == core::Transport::kRc)
+    std::printf("  ring channels: %" PRIu64 " arrivals by RDMA WRITE, all ranks (the mesh's messages: %" PRIu64
+                ")\n", by_ring, expect * std::uint64_t(n));
   if (all_ok)
     std::printf("verified: every rank got %" PRIu64 " messages of %zu B from each of the %d others, "
                 "in order and intact, and its %" PRIu64 " requests completed ok\n",

@@ -61,8 +61,9 @@ TEST(Plan, SixtyFourRanksOverRcAndUd) {
   EXPECT_EQ(rc.net.buffer_bytes, 4096u);
   EXPECT_EQ(rc.net.send_queue_depth, 128u);  // 1418 + 63 * 128 CQ entries fit 32767
   EXPECT_EQ(rc.segment_bytes, 1674u * 4096);
-  // A silent QP fails after 4.096 us x 2^17 x 7 = 3.8 s >= 50 ms x 64 (core's default: 0.47 s).
-  EXPECT_EQ(rc.net.ack_timeout, 17u);
+  // A silent QP fails after 4.096 us x 2^19 x 7 = 15 s >= 200 ms x 64 (2^18: 7.5 s; core's
+  // default, 2^14: 0.47 s).
+  EXPECT_EQ(rc.net.ack_timeout, 19u);
   EXPECT_EQ(rc.net.retry_count, 6u);
   // Any RC job: at least 2 s, 4.096 us x 2^17 x 7 = 3.8 s (2^16 gives 1.88 s).
   EXPECT_EQ(plan_endpoint(request(core::Transport::kRc, 8), rxe()).net.ack_timeout, 17u);

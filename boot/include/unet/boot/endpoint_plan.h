@@ -21,8 +21,9 @@
 //
 // RC: rxe's acknowledgements are kernel software, starved like any thread when ranks outnumber
 // the CPUs and whose go-back-N retries across a loaded link collapse, so the plan raises core's
-// ack_timeout until a silent QP fails after at least max(2 s, 50 ms x N) (4.096 us x
-// 2^ack_timeout x 7: 17 gives 3.8 s, enough up to 75 ranks; core's default, 14, gives 0.47 s).
+// ack_timeout until a silent QP fails after at least max(2 s, 200 ms x N) (4.096 us x
+// 2^ack_timeout x 7: 17 gives 3.8 s up to 18 ranks, 19 gives 15 s at 64; core's default, 14,
+// gives 0.47 s).
 //
 // The device's own objects are shared by the ranks that open it: RC makes a QP per channel, UD an
 // address handle per channel (core), so r ranks on one device need r (N-1) of them (rxe allows
