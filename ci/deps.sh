@@ -8,17 +8,20 @@ UNET_BUILD_PACKAGES=(
   cmake ninja-build g++ pkg-config git
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libgtest-dev libgmock-dev libbenchmark-dev libgflags-dev
+  libpmix-dev  # optional for a build (UNET_PMIX=AUTO); unet::boot's PMIx path, which CI tests
 )
 # ci/package.sh: cpack's Debian generator runs dpkg-shlibdeps (dpkg-dev) and file.
 UNET_PACKAGING_PACKAGES=(dpkg-dev file)
-# The tools users compare unet with, and the ones the device tests drive.
-UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2)
+# The tools users compare unet with, and the ones the device tests drive (the cluster tests:
+# Open MPI's mpirun, ci/sim-hosts).
+UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2 openmpi-bin)
 # The fuzz tier (ci/test.sh): clang, and libFuzzer with its sanitizer runtimes and
 # <fuzzer/FuzzedDataProvider.h> (libclang-rt-dev; on bookworm it pulls libclang-rt-14-dev).
 UNET_FUZZ_PACKAGES=(clang libclang-rt-dev)
-# bench/compare's other peers (ucx_perftest, sockperf; rstream is in rdmacm-utils), its plots,
-# and callgrind for the instruction counts in bench/.
-UNET_COMPARE_PACKAGES=(ucx-utils sockperf python3 python3-matplotlib valgrind)
+# bench/compare's other peers (ucx_perftest, sockperf; rstream is in rdmacm-utils; the MPI sample
+# sort of bench/compare/cluster_sort.py, built with Open MPI), its plots, and callgrind for the
+# instruction counts in bench/.
+UNET_COMPARE_PACKAGES=(ucx-utils sockperf python3 python3-matplotlib valgrind libopenmpi-dev)
 
 missing_packages() {
   local p

@@ -58,6 +58,9 @@ build_consumer() {
   # shellcheck disable=SC2086  # pkg-config's output is a list of words
   g++ -O2 -Wall -Wextra -Werror -o "$out-pkgconfig/unet_consumer_pingpong" \
     "$consumer_src/pingpong.cc" $flags -Wl,-rpath,"$libdir"
+  # shellcheck disable=SC2086
+  g++ -O2 -Wall -Wextra -Werror -o "$out-pkgconfig/unet_consumer_boot" \
+    "$consumer_src/boot_job.cc" $flags -Wl,-rpath,"$libdir"
 
   # Both binaries load unet from ROOT.
   local bin lib
@@ -67,6 +70,11 @@ build_consumer() {
       "$inst"/*) ;;
       *) fail "$bin loads libunet_core from '${lib:-nowhere}', not from $inst" ;;
     esac
+  done
+  # unet::boot needs no device: both builds fork their 4 ranks and check the collectives here
+  # (libunet_boot.so finds the layers below it in ROOT's libdir, not on its own rpath).
+  for bin in "$out-cmake/unet_consumer_boot" "$out-pkgconfig/unet_consumer_boot"; do
+    LD_LIBRARY_PATH="$libdir" "$bin" || fail "$bin exited $?"
   done
   echo "package.sh: consumer built against $inst with find_package and with pkg-config"
 }
@@ -97,7 +105,9 @@ check_deb() {
   echo "package.sh: $pkg $version: Depends: $depends"
 }
 check_deb libunet1 libibverbs1 librdmacm1
-check_deb libunet-dev "libunet1 \(= $version\)" libibverbs-dev librdmacm-dev
+dev_depends=("libunet1 \(= $version\)" libibverbs-dev librdmacm-dev)
+if pkg-config --exists pmix; then dev_depends+=(libpmix-dev); fi  # UNET_PMIX=AUTO found it
+check_deb libunet-dev "${dev_depends[@]}"
 check_deb unet-utils "libunet1 \(= $version\)"
 n_debs=$(find "$build/packages" -maxdepth 1 -name '*.deb' | wc -l)
 [ "$n_debs" -eq 3 ] || fail "cpack made $n_debs packages, not 3"
@@ -108,7 +118,7 @@ for pkg in libunet1 libunet-dev unet-utils; do
   contents[$pkg]=$(dpkg-deb -c "$build/packages/${pkg}_${version}_${arch}.deb" | awk '{print $6}')
 done
 has() { grep -qE "$2" <<<"${contents[$1]}" || fail "$1 carries no file matching $2"; }
-for lib in verbs core uam; do
+for lib in verbs core uam ulp boot; do
   has libunet1 "/libunet_$lib\.so\.1$"
   has libunet-dev "/libunet_$lib\.so$"
   has libunet-dev "/include/unet/$lib/"

@@ -6,7 +6,9 @@
 #   device  natively when this host has an RDMA device, else inside ci/rxe-vm (SoftRoCE in QEMU);
 #           among them the tests/consumer ping-pong built against the extracted packages;
 #   fault   inside ci/rxe-vm --two-dev (rxe0 and rxe1 across a veth pair, rxe2 and rxe3
-#           across another), when any exist.
+#           across another), when any exist;
+#   cluster inside ci/rxe-vm --two-dev too: the programs under Open MPI's mpirun on two simulated
+#           hosts (ci/sim-hosts: nodeA on rxe0, nodeB on rxe1), wired up through PMIx.
 # Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
 # build runs there unchanged.
@@ -15,6 +17,7 @@
 # Then a ThreadSanitizer pass (BUILD_DIR-tsan): only the executables labelled `tsan` (the ones
 # whose code or tests run threads) are built; their unit tests run here, their device tests
 # where the device tier runs. A report fails its test (halt_on_error).
+# Then unet::boot built without PMIx (BUILD_DIR-nopmix, UNET_PMIX=OFF): its unit tests.
 # Last, the fuzz tier: a clang build (BUILD_DIR-fuzz, UNET_FUZZ=ON) whose libFuzzer targets, one
 # per wire format, each run for UNET_FUZZ_SECONDS from their checked-in seeds (cmake/run_fuzzer.sh;
 # the corpus they grow is kept in BUILD_DIR-fuzz/fuzz/). A crash fails its test.
@@ -24,6 +27,7 @@
 #   UNET_SANITIZE       sanitizers of the main build (default none)
 #   UNET_SANITIZE_PASS  sanitizers of the second pass (default address,undefined; empty: no pass)
 #   UNET_TSAN_PASS      0: no ThreadSanitizer pass (default 1)
+#   UNET_NOPMIX_PASS    0: no UNET_PMIX=OFF build (default 1)
 #   UNET_MEMCHECK       0: no valgrind memcheck step (default 1)
 #   UNET_REQUIRE_DEVICE 1 (CI): a device test that would skip fails instead
 #   UNET_FORCE_VM       1: use the VM even if this host has a device
@@ -41,7 +45,7 @@ logdir="$build/test-logs"
 ensure_unet_deps
 
 # Where the device tiers (and memcheck) run: here when this host has an RDMA device (unless
-# UNET_FORCE_VM=1), else in the VM. The fault tier always runs in the VM (--two-dev).
+# UNET_FORCE_VM=1), else in the VM. The fault and cluster tiers always run in the VM (--two-dev).
 device_where=vm
 if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
   device_where=host
@@ -114,6 +118,7 @@ run_tiers() {
   run_tier "$tree" unit host "${prefix}unit" || rc=1
   run_tier "$tree" device "$device_where" "${prefix}device" || rc=1
   run_tier "$tree" fault vm "${prefix}fault" --two-dev || rc=1
+  run_tier "$tree" cluster vm "${prefix}cluster" --two-dev --mem 4096 || rc=1  # 64 ranks
   return "$rc"
 }
 
@@ -150,6 +155,17 @@ if [ "${UNET_TSAN_PASS:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
   run_tier "$build-tsan" tsan+unit host tsan-unit || status=1
   run_tier "$build-tsan" tsan+device "$device_where" tsan-device || status=1
+fi
+# Built without PMIx (UNET_PMIX=OFF): unet::boot's fork launcher, plans and meshes still build and
+# work, and asking for PMIx is a clear error. Only what the boot unit tests need is built.
+if [ "${UNET_NOPMIX_PASS:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
+  echo "== configure and build ($build-nopmix, UNET_PMIX=OFF) at ${SECONDS} s =="
+  cmake -S . -B "$build-nopmix" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
+    -DUNET_PMIX=OFF -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build-nopmix" -j2 --target unet_boot_unit_tests uam_sample_sort
+  echo "== boot unit tests ($build-nopmix, host) at ${SECONDS} s =="
+  ctest --test-dir "$build-nopmix" -L '^unit$' -R '^boot\.' --output-on-failure --no-tests=error 2>&1 |
+    tee "$logdir/nopmix-unit.log" || status=1
 fi
 export UNET_FUZZ_SECONDS=${UNET_FUZZ_SECONDS:-10}  # six targets, two at a time: 30 s of wall time
 if [ "$UNET_FUZZ_SECONDS" != 0 ]; then

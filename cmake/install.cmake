@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 # The layers, bottom-up.
 set(unet_layers)
-foreach(layer IN ITEMS verbs core uam ulp)
+foreach(layer IN ITEMS verbs core uam ulp boot)
   if(TARGET unet_${layer})
     list(APPEND unet_layers ${layer})
   endif()
@@ -48,8 +48,13 @@ if(unet_tools)
   add_dependencies(unet_installable ${unet_tools})
 endif()
 
-# find_package(unet CONFIG): unet::verbs, unet::core, unet::uam; unetConfig.cmake makes the
-# pkg-config targets of rdma-core that unet::verbs links.
+# find_package(unet CONFIG): unet::verbs, unet::core, unet::uam, unet::ulp, unet::boot;
+# unetConfig.cmake makes the pkg-config targets of rdma-core that unet::verbs links, and PMIx's
+# when a static unet::boot was built with it.
+set(UNET_PMIX_LINKED ${UNET_BOOT_PMIX})
+if(UNET_SHARED)
+  set(UNET_PMIX_LINKED OFF)  # inside libunet_boot.so: consumers need no PMIx of their own
+endif()
 set(unet_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/unet)
 install(EXPORT unetTargets NAMESPACE unet:: DESTINATION ${unet_cmake_dir} COMPONENT dev)
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/unetConfig.cmake.in
@@ -66,5 +71,14 @@ foreach(layer IN LISTS unet_layers)
   list(PREPEND UNET_PC_LIBS -l${name})
 endforeach()
 list(JOIN UNET_PC_LIBS " " UNET_PC_LIBS)
+# PMIx, when unet::boot links it: a static library needs it at link time, a shared one only its
+# headers' existence checked (Requires.private).
+set(UNET_PC_REQUIRES "libibverbs librdmacm")
+set(UNET_PC_REQUIRES_PRIVATE "")
+if(UNET_BOOT_PMIX AND UNET_SHARED)
+  set(UNET_PC_REQUIRES_PRIVATE "pmix")
+elseif(UNET_BOOT_PMIX)
+  string(APPEND UNET_PC_REQUIRES " pmix")
+endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/unet.pc.in ${PROJECT_BINARY_DIR}/unet.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/unet.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)

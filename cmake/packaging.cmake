@@ -32,15 +32,19 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libunet${UNET_SOVERSION})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 string(CONCAT CPACK_DEBIAN_RUNTIME_DESCRIPTION
     "The shared libraries: libunet_verbs (RAII over rdma-core), libunet_core (U-Net\n"
-    "endpoints: a process's own network interface on InfiniBand, RoCE or SoftRoCE) and\n"
-    "libunet_uam (U-Net Active Messages).")
+    "endpoints: a process's own network interface on InfiniBand, RoCE or SoftRoCE),\n"
+    "libunet_uam (U-Net Active Messages), libunet_ulp (user-level protocols) and\n"
+    "libunet_boot (jobs of many processes: forked, or launched by mpirun or srun via PMIx).")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libunet-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libibverbs-dev, librdmacm-dev")
+if(UNET_BOOT_PMIX)  # unet.pc names pmix (Requires.private): pkg-config wants pmix.pc there
+  string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libpmix-dev")
+endif()
 string(CONCAT CPACK_DEBIAN_DEV_DESCRIPTION
     "Development files: headers, the CMake package (find_package(unet): unet::verbs,\n"
-    "unet::core, unet::uam) and unet.pc for pkg-config.")
+    "unet::core, unet::uam, unet::ulp, unet::boot) and unet.pc for pkg-config.")
 
 set(CPACK_DEBIAN_UTILS_PACKAGE_NAME unet-utils)
 set(CPACK_DEBIAN_UTILS_PACKAGE_SECTION net)

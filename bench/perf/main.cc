@@ -31,6 +31,7 @@
 #include "latency_stats.h"
 #include "options.h"
 #include "ib_send_lat_oob.h"
+#include "launcher.h"
 #include "rc_pingpong_oob.h"
 #include "report.h"
 #include "round.h"
@@ -41,7 +42,7 @@
 DEFINE_string(test, "",
               "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw, dgram_lat, "
               "stream_lat or stream_bw");
-DEFINE_string(d, "", "RDMA device (default: the first)");
+DEFINE_string(d, "", "RDMA device (default: the first; under mpirun -np 2, UNET_DEVICE or the local rank's)");
 DEFINE_int32(i, 1, "port of the device");
 DEFINE_int32(x, -1, "GID index (default: chosen like perftest)");
 DEFINE_int32(p, 18515, "TCP port of the out-of-band session (and of rdma_cm with -R)");
@@ -266,7 +267,14 @@ int main(int argc, char** argv) {
       "perftest-style benchmarks of unet endpoints\n"
       "  server: unet_perf --test NAME [flags]\n  client: unet_perf --test NAME [flags] HOST");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  auto made = make_config(raw_flags(argc, argv));
+  RawFlags raw = raw_flags(argc, argv);
+  std::unique_ptr<boot::Job> job;  // under mpirun -np 2: rank 0 serves, rank 1 is the client
+  try {
+    job = join_launcher(raw, std::chrono::milliseconds(std::max<std::int64_t>(raw.timeout_ms, 1000)));
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
+  auto made = make_config(raw);
   if (auto* err = std::get_if<std::string>(&made)) die(*err);
   PerfConfig cfg = std::get<PerfConfig>(made);
 

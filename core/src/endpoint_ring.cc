@@ -1,6 +1,7 @@
 // Ring channels: set-up, credits, release of slots read in place, and the sleep handshake. The
 // data-path steps (a message into the peer's ring, arrivals out of ours) are in endpoint_data.cc.
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,21 +19,39 @@ constexpr std::size_t kStagingEntry = 32;  // a ring send's head (16), zeros (8)
 
 std::uint64_t address_of(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
 
+// A ring's slot size: no more than one of our buffers carries (max_message), larger messages
+// come by SEND, as on a plain channel.
+std::uint32_t ring_slot_bytes(const EndpointConfig& c, std::uint32_t max_message) {
+  return std::clamp(ring::pad8(max_message) + ring::kOverhead, ring::kMinSlotBytes, c.ring_slot_bytes);
+}
+
+std::uint32_t staging_entries(const EndpointConfig& c) {
+  return std::bit_ceil(std::max<std::uint32_t>(c.send_queue_depth, 1));
+}
+
+// The page-aligned block of one ring: the ring the peer writes, the control block, our staging.
+std::size_t ring_block_bytes(const EndpointConfig& c, std::uint32_t max_message) {
+  const std::size_t remote = std::size_t{c.ring_slots} * ring_slot_bytes(c, max_message) + ring::kControlBytes;
+  return (remote + std::size_t{staging_entries(c)} * kStagingEntry + 4095) / 4096 * 4096;
+}
+
 }  // namespace
+
+std::size_t ring_channel_bytes(const EndpointConfig& config) noexcept {
+  if (config.transport != Transport::kRc || config.ring_slots == 0) return 0;
+  return ring_block_bytes(config, config.buffer_bytes);  // RC: max_message() is the buffer size
+}
 
 // Offer time: our ring, registered for the peer, and the offer line's ring field. No ring (and
 // no error) when the endpoint already has max_rings of them.
 void Endpoint::make_ring(Channel& ch, std::string& offer_line) {
   if (free_ring_ids_.empty()) return;
-  // A slot carries no more than one of our buffers would (max_message()): larger messages come by
-  // SEND, as on a plain channel.
   const std::uint32_t slots = config_.ring_slots;
-  const std::uint32_t slot_bytes = std::clamp(ring::pad8(max_message_) + ring::kOverhead, ring::kMinSlotBytes,
-                                              config_.ring_slot_bytes);
-  const std::uint32_t staging = std::bit_ceil(std::max<std::uint32_t>(config_.send_queue_depth, 1));
+  const std::uint32_t slot_bytes = ring_slot_bytes(config_, max_message_);
+  const std::uint32_t staging = staging_entries(config_);
   auto r = std::make_unique<RingChannel>(slots, slot_bytes);
   const std::size_t remote = std::size_t{slots} * slot_bytes + ring::kControlBytes;
-  r->block_bytes = (remote + std::size_t{staging} * kStagingEntry + 4095) / 4096 * 4096;
+  r->block_bytes = ring_block_bytes(config_, max_message_);
   r->block.reset(static_cast<std::byte*>(std::aligned_alloc(4096, r->block_bytes)));
   if (!r->block) verbs::throw_error("aligned_alloc", "ring channel", ENOMEM);
   std::memset(r->block.get(), 0, r->block_bytes);  // a slot the peer may write is all zeros

@@ -2,10 +2,11 @@
 // Messages: bounded progress, a barrier, tagged byte messages, and request/store/get wrappers that
 // retry on back-pressure and turn every failure into an exception naming the rank involved.
 //
-// One Group per worker process, made by launch() (launch.h) once every channel of the full mesh is
-// open: channel(peer) is the RC channel to rank `peer`. Everything here runs on the worker's one
-// thread. The wrappers poll while they retry, so they must not be called from inside a handler
-// (handlers only record what arrived; the program's main line reacts to it through wait_until).
+// One Group per rank, made by example_main() (example_main.h) once every channel of the full mesh
+// is open (boot::connect_all): channel(peer) is the RC channel to rank `peer`. Everything here
+// runs on the rank's one thread. The wrappers poll while they retry, so they must not be called
+// from inside a handler (handlers only record what arrived; the program's main line reacts to it
+// through wait_until).
 //
 // Handler ids from kFirstGroupHandler up belong to the group; programs use the ids below.
 #pragma once
@@ -59,8 +60,9 @@ class Group {
       if (core::CycleClock::now() > deadline) timed_out(what);
     }
   }
-  // One step of progress: poll; after a run of idle polls, sleep on the completion channel for a
-  // little (several workers share the CPUs). Throws on a device error or a failed operation.
+  // One step of progress: poll; after a run of idle polls, yield the CPU between polls for a few
+  // milliseconds, then sleep on the completion channel (ranks share the CPUs). Throws on a device
+  // error or a failed operation.
   void progress();
   // Waits until every request, store and get we issued has completed (acknowledged by its peer).
   void quiesce();
@@ -94,6 +96,10 @@ class Group {
 
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 
+  // Test hook: this rank kills itself with SIGKILL when it reaches barrier number `epoch` (from
+  // 1), as a rank that dies mid-run.
+  void kill_at_barrier(std::uint64_t epoch) noexcept { kill_epoch_ = epoch; }
+
  private:
   static constexpr HandlerId kArrive = kFirstGroupHandler, kRelease = kFirstGroupHandler + 1,
                              kMail = kFirstGroupHandler + 2;
@@ -117,9 +123,12 @@ class Group {
   std::vector<int> rank_by_channel_;
   std::chrono::milliseconds timeout_;
   std::uint64_t patience_;  // timeout_ in cycle-counter ticks
-  std::uint32_t idle_ = 0;  // polls in a row that found nothing to do
+  std::uint64_t yield_ticks_;    // kYieldFor (group.cc) in cycle-counter ticks
+  std::uint32_t idle_ = 0;       // polls in a row that found nothing to do
+  std::uint64_t idle_since_ = 0;  // when the spinning polls ended, in ticks
   std::string failure_;     // the first failed operation, if any
   std::uint64_t arrivals_ = 0, releases_ = 0, epoch_ = 0;
+  std::uint64_t kill_epoch_ = 0;  // kill_at_barrier()
   std::map<std::pair<int, std::uint32_t>, Mail> mail_;
 };
 

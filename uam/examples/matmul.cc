@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "example_main.h"
 #include "group.h"
-#include "launch.h"
 #include "options.h"
 #include "page_buffer.h"
 #include "phase_timer.h"
@@ -43,12 +43,10 @@ namespace {
 constexpr HandlerId kToken = 1, kGot = 2;
 constexpr std::uint32_t kTagReport = 1;
 
-struct Params {
+// The options every example has (seed, chunk, corrupt), and this one's.
+struct Params : CommonParams {
   std::uint64_t n = 0;
-  std::uint64_t seed = 0;
   std::uint64_t samples = 0;  // entries each rank checks against the serial reference
-  std::uint64_t chunk = 0;    // bytes per get
-  bool corrupt = false;       // test hook: damage one entry of C
   std::string device;         // for the report
 };
 
@@ -337,23 +335,25 @@ class Matmul {
 
 int main(int argc, char** argv) {
   Options opt("matmul",
-              "blocked matrix multiply over forked processes, with U-Net Active Messages");
+              "blocked matrix multiply over forked processes or the ranks mpirun started, with "
+              "U-Net Active Messages");
   opt.add("n", "512", "matrix order");
   opt.add("samples", "1024", "entries of C each rank checks against a serial reference");
-  return example_main(
-      opt, argc, argv, [](const Options& o, const CommonParams& common, LaunchConfig& cfg) {
-        Params p;
-        p.n = o.u64("n", 1, 16384);
-        p.seed = common.seed;
-        p.samples = o.u64("samples", 0, 1u << 24);
-        p.chunk = common.chunk;
-        p.corrupt = common.corrupt;
-        // The registration cache holds the two buffers gets land in: at most two blocks of B.
-        const std::uint64_t block = (p.n / cfg.procs + 1) * p.n * sizeof(double);
-        cfg.net = LaunchConfig::endpoint_config(2 * block + 2 * p.chunk + (16u << 20));
-        return Work([p, &cfg](Group& g) mutable {
-          p.device = cfg.net.device;
-          return Matmul(g, p).run();
-        });
-      });
+  return example_main(opt, argc, argv, [](const Options& o, const CommonParams& common) {
+    Params p;
+    static_cast<CommonParams&>(p) = common;
+    p.n = o.u64("n", 1, 16384);
+    p.samples = o.u64("samples", 0, 1u << 24);
+    Program prog;
+    // The registration cache holds the two buffers gets land in: at most two blocks of B.
+    prog.max_pinned_bytes = [p](int ranks) {
+      const std::uint64_t block = (p.n / ranks + 1) * p.n * sizeof(double);
+      return 2 * block + 2 * p.chunk + (16u << 20);
+    };
+    prog.work = [p](Group& g) mutable {
+      p.device = g.endpoint().net().config().device;
+      return Matmul(g, p).run();
+    };
+    return prog;
+  });
 }

@@ -2,7 +2,8 @@
 // way the U-Net paper (von Eicken et al., SOSP 1995) judged its Active Messages: by a parallel
 // program. Prints the time of each phase and the total; exits 0 only when the result verified.
 //
-//   sample_sort --procs 4 --keys 16777216
+//   sample_sort --procs 4 --keys 16777216         (4 ranks forked here)
+//   mpirun -np 8 sample_sort --keys 16777216      (the ranks of mpirun's job, through PMIx)
 //
 // Each rank starts with K/N keys from a seeded generator (key i of the whole input is
 // splitmix64(seed + i), so the input does not depend on N) and then, phase by phase, each phase
@@ -21,6 +22,9 @@
 //   verify     every rank sends rank 0 its counts, sums, xors, whether it is sorted, its least and
 //              greatest key; rank 0 checks the totals against the input's and that
 //              max(rank i) <= min(rank i+1)
+// Rank 0 also times the steps of sample (samples in, sorting them) and of exchange (sizes,
+// windows, and the stores between two barriers), and then 20 barriers in a row: the figures
+// bench/compare/cluster_sort.py sets beside the same sort written with MPI.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -30,8 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "example_main.h"
 #include "group.h"
-#include "launch.h"
 #include "options.h"
 #include "page_buffer.h"
 #include "phase_timer.h"
@@ -47,12 +51,10 @@ namespace {
 constexpr HandlerId kBucketSize = 1, kWindow = 2, kStored = 3;
 constexpr std::uint32_t kTagSamples = 1, kTagSplitters = 2, kTagReport = 3;
 
-struct Params {
+// The options every example has (seed, chunk, corrupt), and this one's.
+struct Params : CommonParams {
   std::uint64_t keys = 0;
-  std::uint64_t seed = 0;
   std::uint64_t samples = 0;  // per rank
-  std::uint64_t chunk = 0;    // bytes per store
-  bool corrupt = false;       // test hook: damage one key after the sort
   std::string device;         // for the report
 };
 
@@ -170,7 +172,16 @@ class SampleSort {
     std::sort(mine_.begin(), mine_.end());
     if (p_.corrupt && me_ == n_ - 1 && mine_.size() > 0) mine_[mine_.size() / 2] ^= 1;
     phase_done("local sort");
-    return verify();
+    const int code = verify();
+    // What one barrier costs, alone: kBarriers in a row, on rank 0's clock.
+    constexpr int kBarriers = 20;
+    g_.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBarriers; ++i) g_.barrier();
+    if (me_ == 0)
+      std::printf("  barrier: %.1f us (mean of %d)\n",
+                  1e6 * seconds(std::chrono::steady_clock::now() - t0) / kBarriers, kBarriers);
+    return code;
   }
 
  private:
@@ -196,6 +207,7 @@ class SampleSort {
     const std::uint64_t count = keys_.size();
     for (std::uint64_t i = 0; i < p_.samples && count > 0; ++i)
       samples.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
+    const auto t0 = std::chrono::steady_clock::now();
     g_.send(0, kTagSamples, bytes_of(samples));
     if (me_ == 0) {
       std::vector<std::uint64_t> all;
@@ -203,7 +215,12 @@ class SampleSort {
         const auto s = from_bytes<std::uint64_t>(g_.recv(r, kTagSamples));
         all.insert(all.end(), s.begin(), s.end());
       }
+      const auto t1 = std::chrono::steady_clock::now();
       std::sort(all.begin(), all.end());
+      char note[96];
+      std::snprintf(note, sizeof note, "rank 0: samples in %.3f ms, sorting them %.3f ms",
+                    1e3 * seconds(t1 - t0), 1e3 * seconds(std::chrono::steady_clock::now() - t1));
+      sample_note_ = note;
       std::vector<std::uint64_t> split;
       for (int j = 1; j < n_; ++j) split.push_back(all.empty() ? 0 : all[all.size() * j / n_]);
       for (int r = 0; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(split));
@@ -216,10 +233,10 @@ class SampleSort {
   // Bucket b gets the keys in [splitter b-1, splitter b): rank b's range. Each bucket starts on a
   // page of its own, so the page-aligned chunks it is stored in register apart.
   void partition() {
-    std::vector<std::uint8_t> dest(keys_.size());
+    std::vector<std::uint16_t> dest(keys_.size());
     size_.assign(n_, 0);
     for (std::uint64_t i = 0; i < keys_.size(); ++i) {
-      dest[i] = static_cast<std::uint8_t>(
+      dest[i] = static_cast<std::uint16_t>(
           std::upper_bound(splitters_.begin(), splitters_.end(), keys_[i]) - splitters_.begin());
       ++size_[dest[i]];
     }
@@ -233,7 +250,8 @@ class SampleSort {
     std::vector<std::uint64_t>().swap(keys_);
   }
 
-  // Sizes, then windows, then the stores themselves.
+  // Sizes, then windows, then the stores themselves; rank 0 times each step, and a barrier
+  // before and after the stores makes their time the slowest rank's.
   void exchange() {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
@@ -245,6 +263,7 @@ class SampleSort {
     }
     incoming_[me_] = size_[me_];
     g_.wait_until([&] { return sizes_in_ == n_ - 1; }, "the bucket sizes of every rank");
+    const auto t_sizes = Clock::now();
 
     // 2. One receive array, in rank order; each sender gets a window over exactly its part.
     std::vector<std::uint64_t> offset(n_ + 1, 0);
@@ -265,6 +284,7 @@ class SampleSort {
       g_.request(peer, kWindow, Group::words(granted[peer]));  // length 0: nothing to store
     }
     g_.wait_until([&] { return windows_in_ == n_ - 1; }, "a window from every rank");
+    g_.barrier();  // every rank holds every window: the stores start together
     const auto t1 = Clock::now();
 
     // 3. The buckets, chunk by chunk round the peers, so that every receiver is fed at once and
@@ -291,14 +311,17 @@ class SampleSort {
     g_.wait_until([&] { return bytes_in_ >= expect; }, "every rank's bucket for us");
     if (bytes_in_ != expect) throw std::runtime_error("more bytes arrived than announced");
     g_.quiesce();  // our stores are acknowledged
+    g_.barrier();  // and every rank's
     const auto t2 = Clock::now();
+    store_seconds_ = seconds(t2 - t1);
     for (int r = 0; r < n_; ++r)
       if (granted[r].length > 0 && g_.endpoint().net().revoke(granted[r]) != Status::kOk)
         throw std::runtime_error("revoke failed");
     char note[160];
     std::snprintf(note, sizeof note,
-                  "rank 0: %.3f s sizes and windows, %.3f s storing %s (%.1f MiB/s)",
-                  seconds(t1 - t0), seconds(t2 - t1), bytes_text(double(out)).c_str(),
+                  "rank 0: sizes %.3f ms, windows %.3f ms, storing %s in %.3f s (%.1f MiB/s)",
+                  1e3 * seconds(t_sizes - t0), 1e3 * seconds(t1 - t_sizes),
+                  bytes_text(double(out)).c_str(), seconds(t2 - t1),
                   t2 > t1 ? double(out) / (1 << 20) / seconds(t2 - t1) : 0.0);
     exchange_note_ = note;
   }
@@ -321,6 +344,7 @@ class SampleSort {
       std::memcpy(&reports[r], b.data(), sizeof(Report));
     }
     timer_.end("verify");
+    timer_.annotate("sample", sample_note_);
     timer_.annotate("exchange", exchange_note_);
 
     std::uint64_t moved = 0, least = UINT64_MAX, most = 0;
@@ -334,9 +358,10 @@ class SampleSort {
                 p_.device.empty() ? "(the first)" : p_.device.c_str(),
                 bytes_text(double(p_.chunk)).c_str());
     timer_.print(stdout);
-    std::printf("  moved by store: %s in total; keys per rank after the sort: %" PRIu64
-                " to %" PRIu64 "\n",
-                bytes_text(double(moved)).c_str(), least, most);
+    std::printf("  moved by store: %s in total, in %.3f s (%.1f MiB/s, all ranks together); keys "
+                "per rank after the sort: %" PRIu64 " to %" PRIu64 "\n",
+                bytes_text(double(moved)).c_str(), store_seconds_,
+                store_seconds_ > 0 ? double(moved) / (1 << 20) / store_seconds_ : 0.0, least, most);
     const bool ok = check(reports, p_.keys);
     std::fflush(stdout);
     return ok ? kExitOk : kExitWrong;
@@ -353,7 +378,8 @@ class SampleSort {
   // Stored from: kept until the program returns (page_buffer.h says why).
   PageBuffer<std::uint64_t> parted_;
   PageBuffer<std::uint64_t> mine_;  // what we received: our range, sorted in place
-  std::string exchange_note_;
+  std::string sample_note_, exchange_note_;
+  double store_seconds_ = 0;  // the stores, from the barrier before them to the one after
   // Written by the handlers.
   std::vector<std::uint64_t> incoming_;    // bucket sizes, by sender
   std::vector<core::RemoteToken> window_;  // where to store, by receiver
@@ -365,23 +391,25 @@ class SampleSort {
 
 int main(int argc, char** argv) {
   Options opt("sample_sort",
-              "sample sort of 64-bit keys over forked processes, with U-Net Active Messages");
+              "sample sort of 64-bit keys over forked processes or the ranks mpirun started, with "
+              "U-Net Active Messages");
   opt.add("keys", "16777216", "keys to sort, in total");
   opt.add("samples", "4096", "keys each rank sends rank 0 to choose the splitters");
-  return example_main(
-      opt, argc, argv, [](const Options& o, const CommonParams& common, LaunchConfig& cfg) {
-        Params p;
-        p.keys = o.u64("keys", 1, 1ull << 32);
-        p.seed = common.seed;
-        p.samples = o.u64("samples", 1, 1u << 20);
-        p.chunk = common.chunk;
-        p.corrupt = common.corrupt;
-        // The registration cache holds what a rank stores from: at most its share of the keys.
-        const std::uint64_t share = (p.keys / cfg.procs + 1) * sizeof(std::uint64_t);
-        cfg.net = LaunchConfig::endpoint_config(share + (cfg.procs + 2) * p.chunk + (64u << 20));
-        return Work([p, &cfg](Group& g) mutable {
-          p.device = cfg.net.device;
-          return SampleSort(g, p).run();
-        });
-      });
+  return example_main(opt, argc, argv, [](const Options& o, const CommonParams& common) {
+    Params p;
+    static_cast<CommonParams&>(p) = common;
+    p.keys = o.u64("keys", 1, 1ull << 32);
+    p.samples = o.u64("samples", 1, 1u << 20);
+    Program prog;
+    // The registration cache holds what a rank stores from: at most its share of the keys.
+    prog.max_pinned_bytes = [p](int ranks) {
+      const std::uint64_t share = (p.keys / ranks + 1) * sizeof(std::uint64_t);
+      return share + (ranks + 2) * p.chunk + (64u << 20);
+    };
+    prog.work = [p](Group& g) mutable {
+      p.device = g.endpoint().net().config().device;
+      return SampleSort(g, p).run();
+    };
+    return prog;
+  });
 }

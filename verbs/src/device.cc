@@ -44,6 +44,7 @@ DeviceLimits query_limits(ibv_context* ctx, const std::string& name) {
   l.max_mr_size = a.max_mr_size;
   l.max_qp_rd_atom = static_cast<std::uint32_t>(a.max_qp_rd_atom);
   l.max_mw = static_cast<std::uint32_t>(a.max_mw);
+  l.max_ah = static_cast<std::uint32_t>(a.max_ah);
   l.phys_port_cnt = a.phys_port_cnt;
   l.mw_type2 = (a.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0;
   return l;

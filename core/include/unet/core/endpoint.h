@@ -107,6 +107,11 @@ struct EndpointConfig {
   std::uint32_t max_grants = 64;             // remote tokens outstanding
 };
 
+// RC ring channels: the bytes one ring channel of an endpoint built from `config` allocates and
+// pins (its ring, control block and send staging, page-aligned); 0 when it makes no rings. An
+// endpoint has at most config.max_rings of them.
+std::size_t ring_channel_bytes(const EndpointConfig& config) noexcept;
+
 // What happened to a one-sided operation or zero-copy send (direct-access), or to any send that
 // failed. Queued on the completion queue, read with Endpoint::completion().
 enum class OpKind : std::uint8_t { kSend, kWrite, kRead };

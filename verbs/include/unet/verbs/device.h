@@ -49,6 +49,7 @@ struct DeviceLimits {
   std::uint64_t max_mr_size = 0;
   std::uint32_t max_qp_rd_atom = 0;
   std::uint32_t max_mw = 0;
+  std::uint32_t max_ah = 0;  // address handles, device-wide (every process's)
   std::uint8_t phys_port_cnt = 0;
   bool mw_type2 = false;  // memory windows of type 2 (bound by a posted WR to one QP)
 };
