@@ -96,16 +96,16 @@ class Sort {
       sum_before_ += keys_[i];
       xor_before_ ^= keys_[i];
     }
+    const std::uint64_t count = keys_.size();  // the samples, picked here as sample_sort does
+    samples_.resize(p_.samples);
+    for (std::uint64_t i = 0; i < p_.samples; ++i)
+      samples_[i] = count ? keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count] : 0;
   }
 
   void sample() {
-    std::vector<std::uint64_t> samples(p_.samples);
-    const std::uint64_t count = keys_.size();
-    for (std::uint64_t i = 0; i < p_.samples; ++i)
-      samples[i] = count ? keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count] : 0;
     const auto t0 = Clock::now();
     std::vector<std::uint64_t> all(me_ == 0 ? p_.samples * n_ : 0);
-    MPI_Gather(samples.data(), static_cast<int>(p_.samples), MPI_UINT64_T, all.data(),
+    MPI_Gather(samples_.data(), static_cast<int>(p_.samples), MPI_UINT64_T, all.data(),
                static_cast<int>(p_.samples), MPI_UINT64_T, 0, MPI_COMM_WORLD);
     splitters_.resize(n_ - 1);
     if (me_ == 0) {
@@ -213,7 +213,7 @@ class Sort {
   const Params p_;
   const int me_, n_;
   PhaseTimer timer_;
-  std::vector<std::uint64_t> keys_, splitters_, parted_, mine_;
+  std::vector<std::uint64_t> keys_, samples_, splitters_, parted_, mine_;
   std::vector<int> send_count_, send_at_;
   std::uint64_t sum_before_ = 0, xor_before_ = 0, moved_ = 0;
   double exchange_seconds_ = 0;

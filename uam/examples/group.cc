@@ -101,6 +101,10 @@ void Group::progress() {
   if (s == Status::kOk) idle_ = 0;
 }
 
+void Group::flush() {
+  if (ep_.flush() < 0) throw std::runtime_error("device error while posting to the endpoint");
+}
+
 void Group::check_failure() const {
   if (!failure_.empty()) throw std::runtime_error(failure_);
 }
@@ -166,9 +170,7 @@ void Group::barrier() {
     wait_until([&] { return arrivals_ >= want; }, "every rank at the barrier");
     for (int r = 1; r < size(); ++r) request(r, kRelease, {});
     ++releases_;
-    // request() only queues: posted by the next poll, which must not wait for whatever rank 0
-    // does next (a long computation would hold every rank at the barrier).
-    if (ep_.poll() < 0) throw std::runtime_error("device error while polling the endpoint");
+    flush();  // not at the next poll: whatever rank 0 does next would hold every rank here
   } else {
     request(0, kArrive, {});
     wait_until([&] { return releases_ >= epoch_; }, "rank 0 to release the barrier");

@@ -50,10 +50,11 @@ class Group {
   void on_reply(HandlerId id, ReplyHandler fn);
 
   // --- progress ---
-  // Polls until done() holds. Throws std::runtime_error naming `what` after the timeout, or as
-  // soon as one of our requests, stores or gets completed with an error.
+  // Posts what we queued, then polls until done() holds. Throws std::runtime_error naming `what`
+  // after the timeout, or as soon as one of our requests, stores or gets completed with an error.
   template <class Done>
   void wait_until(const Done& done, std::string_view what) {
+    flush();  // done() may hold already: what we queued must not wait for whatever comes next
     const std::uint64_t deadline = core::CycleClock::now() + patience_;
     while (!done()) {
       progress();
@@ -64,6 +65,8 @@ class Group {
   // milliseconds, then sleep on the completion channel (ranks share the CPUs). Throws on a device
   // error or a failed operation.
   void progress();
+  // Posts what request(), store() and get() queued (uam sends them at the next poll or flush).
+  void flush();
   // Waits until every request, store and get we issued has completed (acknowledged by its peer).
   void quiesce();
 

@@ -8,9 +8,9 @@
 // Each rank starts with K/N keys from a seeded generator (key i of the whole input is
 // splitmix64(seed + i), so the input does not depend on N) and then, phase by phase, each phase
 // ending at a barrier so that rank 0's clock times the slowest rank:
-//   generate   make the keys; count, sum and xor them
-//   sample     every rank sends S random keys to rank 0 (requests); rank 0 sorts them and sends
-//              the N-1 splitters back to every rank (requests)
+//   generate   make the keys; count, sum and xor them; pick S of them at random as samples
+//   sample     every rank sends its samples to rank 0 (requests); rank 0 sorts them and sends
+//              the N-1 splitters back to every rank (requests): messages only
 //   partition  each key goes to the bucket of the rank that will own its range
 //   exchange   each rank tells every peer how many keys it has for it (one request each); each
 //              receiver allocates one array for everything it will receive, grants each sender a
@@ -198,17 +198,18 @@ class SampleSort {
       keys_[i] = splitmix64(p_.seed * 0x9e3779b97f4a7c15ull + first + i);
       before_.add(keys_[i]);
     }
+    // Picked here, so that the sample phase is its messages (random reads of every rank's keys
+    // took most of it at 2 ranks).
+    const std::uint64_t count = keys_.size();
+    for (std::uint64_t i = 0; i < p_.samples && count > 0; ++i)
+      samples_.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
   }
 
   // S random keys of each rank go to rank 0 (requests); rank 0 sorts them and sends every rank
   // the N-1 splitters (requests).
   void sample() {
-    std::vector<std::uint64_t> samples;
-    const std::uint64_t count = keys_.size();
-    for (std::uint64_t i = 0; i < p_.samples && count > 0; ++i)
-      samples.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
     const auto t0 = std::chrono::steady_clock::now();
-    g_.send(0, kTagSamples, bytes_of(samples));
+    g_.send(0, kTagSamples, bytes_of(samples_));
     if (me_ == 0) {
       std::vector<std::uint64_t> all;
       for (int r = 0; r < n_; ++r) {
@@ -371,7 +372,8 @@ class SampleSort {
   const Params& p_;
   const int n_, me_;
   PhaseTimer timer_;
-  std::vector<std::uint64_t> keys_;  // generate .. partition
+  std::vector<std::uint64_t> keys_;     // generate .. partition
+  std::vector<std::uint64_t> samples_;  // generate .. sample
   Checksum before_;
   std::vector<std::uint64_t> splitters_;
   std::vector<std::uint64_t> size_, start_;  // bucket sizes and starts in parted_
