@@ -522,6 +522,15 @@ class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
       got.insert(got.end(), v.begin(), v.end());
     };
     more(5ms);
+    // The SYN-ACK may take longer than 5 ms to arrive (ASan under TCG: seen): wait for it.
+    for (const auto end = std::chrono::steady_clock::now() + 10s;
+         rec.stats(c).value_or(ulp::StreamStats{}).state != ulp::StreamState::kEstablished &&
+         std::chrono::steady_clock::now() < end;)
+      more(5ms);
+    if (rec.stats(c).value_or(ulp::StreamStats{}).state != ulp::StreamState::kEstablished) {
+      ADD_FAILURE() << "the recorder's connection did not take the forged SYN-ACK within 10 s";
+      return got;
+    }
     std::size_t took = 0;
     EXPECT_EQ(rec.send(c, pattern(1, 1500), took), Status::kOk);
     more(5ms);
