@@ -198,8 +198,7 @@ class SampleSort {
       keys_[i] = splitmix64(p_.seed * 0x9e3779b97f4a7c15ull + first + i);
       before_.add(keys_[i]);
     }
-    // Picked here, so that the sample phase is its messages (random reads of every rank's keys
-    // took most of it at 2 ranks).
+    // Picked here, so that the sample phase times its messages only (as mpi_sample_sort does).
     const std::uint64_t count = keys_.size();
     for (std::uint64_t i = 0; i < p_.samples && count > 0; ++i)
       samples_.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
