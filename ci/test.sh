@@ -192,9 +192,11 @@ for log in "$logdir"/*.log; do
   s=$(grep -cE '\(Skipped\)|\*\*\*Skipped' "$log" || true)
   passed=$((passed + total - f - s)) failed=$((failed + f)) skipped=$((skipped + s))
   # Failed tests again at the very end, by tier: a reader of CI often sees only the last lines.
-  [ "$f" = 0 ] || sed -n '/The following tests FAILED:/,/^Errors while running/p' "$log" |
-    grep -E '^[[:space:]]+[0-9]+ - ' | sed "s|^|test.sh: failed in $(basename "$log" .log): |"
-  [ "$f" = 0 ] || failed_digest "$log" | tail -n 40
+  if [ "$f" != 0 ]; then
+    sed -n '/The following tests FAILED:/,/^Errors while running/p' "$log" |
+      grep -E '^[[:space:]]+[0-9]+ - ' | sed "s|^|test.sh: failed in $(basename "$log" .log): |"
+    failed_digest "$log" | tail -n 40
+  fi
 done
 rm -f "$logdir"/*.log
 [ "$failed" -eq 0 ] || status=1

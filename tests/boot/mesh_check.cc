@@ -46,7 +46,6 @@ std::byte pattern(std::uint64_t from, std::uint64_t to, std::uint64_t seq, std::
   return static_cast<std::byte>((from * 131 + to * 31 + seq * 7 + i) & 0xff);
 }
 
-// A "VmPin:" / "VmRSS:" figure of this process, in KiB (0 when absent).
 // The core counters that tell why a channel failed or stuck.
 std::string counters(const core::EndpointStats& c) {
   std::ostringstream o;
@@ -56,6 +55,7 @@ std::string counters(const core::EndpointStats& c) {
   return o.str();
 }
 
+// A "VmPin:" / "VmRSS:" figure of this process, in KiB (0 when absent).
 std::uint64_t status_kib(const std::string& field) {
   std::ifstream in("/proc/self/status");
   for (std::string line; std::getline(in, line);)
