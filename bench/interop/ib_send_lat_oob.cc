@@ -168,13 +168,16 @@ PerftestAddress exchange_address(Link& link, bool rdma_cm, bool with_gid, std::s
   return a;
 }
 
+// The tool sends and receives by SEND/RECV and grants no ring: our rdma_cm channels offer none.
+constexpr core::ChannelOptions kNoRing{.ring = false};
+
 // -R data connection as the client: the tool's server listens again only after the exchange
 // before it, and rejects us until then; retry until the deadline.
 core::ChannelId connect_cm_retrying(core::Endpoint& ep, const std::string& host, std::uint16_t port,
                                     Clock::time_point deadline) {
   for (;;) {
     try {
-      return ep.connect_cm(host, port, std::min(left(deadline), Millis(2000)));
+      return ep.connect_cm(host, port, std::min(left(deadline), Millis(2000)), kNoRing);
     } catch (const verbs::Error& e) {
       if (Clock::now() + Millis(50) >= deadline)
         verbs::throw_error("connect_cm", host + ":" + std::to_string(port), ETIMEDOUT,
@@ -274,7 +277,7 @@ IbSendLatPeer connect_ib_send_lat(core::Endpoint& ep, const IbSendLatOptions& o)
       p.comm_ = connect_cm_retrying(ep, o.host, o.port, deadline);
     } else {
       if (!o.cm_listening) (void)ep.listen_cm(o.cm_bind, o.port);
-      p.comm_ = ep.accept_cm(left(deadline));
+      p.comm_ = ep.accept_cm(left(deadline), kNoRing);
     }
     p.ep_ = &ep;
     link = std::make_unique<CmLink>(ep, p.comm_, client);
@@ -337,7 +340,7 @@ IbSendLatPeer connect_ib_send_lat(core::Endpoint& ep, const IbSendLatOptions& o)
     p.line_.assign(reinterpret_cast<const char*>(dest.data()), dest.size());
     (void)exchange_address(*link, true, o.with_gid, p.line_, deadline);
     p.channel_ =
-        client ? connect_cm_retrying(ep, o.host, o.port, deadline) : ep.accept_cm(left(deadline));
+        client ? connect_cm_retrying(ep, o.host, o.port, deadline) : ep.accept_cm(left(deadline), kNoRing);
     (void)exchange_address(*link, true, o.with_gid, p.line_, deadline);
     p.peer_ = exchange_address(*link, true, o.with_gid, p.line_, deadline);
   }

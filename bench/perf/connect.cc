@@ -78,11 +78,11 @@ core::ChannelId connect_any(Ep& ep, const PerfConfig& c, Session& s) {
       const std::string ready = s.recv_line();
       if (ready != "cm-ready")
         throw PerfError("expected the server's 'cm-ready', got '" + ready + "'");
-      return ep.connect_cm(c.host, c.tcp_port, c.timeout);
+      return ep.connect_cm(c.host, c.tcp_port, c.timeout, {.ring = c.ring});
     }
     (void)ep.listen_cm("", c.tcp_port);
     s.send_line("cm-ready");
-    return ep.accept_cm(c.timeout);
+    return ep.accept_cm(c.timeout, {.ring = c.ring});
   }
   core::ChannelOffer offer = ep.offer_channel({.ring = c.ring});
   std::string mine = offer.local;

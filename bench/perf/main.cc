@@ -82,8 +82,8 @@ DEFINE_bool(coalesce, true,
             "am_*: uam coalesces the messages a channel queues between two polls into one packet "
             "(--nocoalesce: one packet per message)");
 DEFINE_bool(ring, true,
-            "RC channels set up out of band are ring channels: messages that fit a slot arrive by "
-            "RDMA WRITE into the peer's memory, found by polling (--noring: SEND/RECV only)");
+            "RC channels are ring channels: messages that fit a slot arrive by RDMA WRITE into the "
+            "peer's memory, found by polling (--noring: SEND/RECV only)");
 DEFINE_bool(
     limits, false,
     "print the largest -s of --test on -c for this device ('max_size N') and exit; no peer");

@@ -217,11 +217,10 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     if (!c.is_am()) return "--coalesce applies to the am_* tests only (uam's message coalescing)";
     c.coalesce = *f.coalesce;
   }
-  // Ring channels are RC channels set up out of band: on by default there, off elsewhere.
-  c.ring = c.transport == core::Transport::kRc && !c.rdma_cm;
+  // Ring channels are RC channels (out of band or rdma_cm): on by default there, off elsewhere.
+  c.ring = c.transport == core::Transport::kRc;
   if (f.ring) {
     if (*f.ring && c.transport != core::Transport::kRc) return "--ring needs -c RC (ring channels are RC)";
-    if (*f.ring && c.rdma_cm) return "--ring: rdma_cm channels (-R) have no ring; drop -R or --ring";
     c.ring = *f.ring;
   }
   c.limits = f.limits;

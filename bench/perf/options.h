@@ -76,7 +76,7 @@ struct RawFlags {
   std::optional<std::int64_t> mtu;          // -m (--oob rc_pingpong / ib_send_lat only)
   std::optional<std::int64_t> window;       // --window (am_* only)
   std::optional<bool> coalesce;             // --coalesce (am_* only)
-  std::optional<bool> ring;                 // --ring (RC channels set up out of band)
+  std::optional<bool> ring;                 // --ring (RC channels)
   bool limits = false;                      // --limits
   std::vector<std::string> hosts;           // positional arguments (0 = server, 1 = client)
 };

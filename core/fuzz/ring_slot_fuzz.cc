@@ -1,12 +1,14 @@
-// libFuzzer target: what a peer can put in a ring slot, and in the ring field of its offer. The
-// slot is a heap block of exactly its size (ASan catches a read past it); the reader's verdict
-// must agree with the head it returns, and the offer field either parses to a valid geometry
-// with the line cut before it, or is refused with nothing changed.
+// libFuzzer target: what a peer can put in a ring slot, in the ring field of its offer and in the
+// ring grant of its rdma_cm private data. The slot is a heap block of exactly its size (ASan
+// catches a read past it); the reader's verdict must agree with the head it returns; the offer
+// field either parses to a valid geometry with the line cut before it, or is refused with nothing
+// changed; a grant is no ring, a valid one, or refused with nothing changed.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "ring_offer.h"
@@ -47,6 +49,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (g.slots != 3 && (!ring::valid(g) || line.size() >= text.size())) std::abort();
     if (g.slots == 3 && (g.slot_bytes != 5 || line != text)) std::abort();
   } else if (line != text || g.slots != 3 || g.slot_bytes != 5) {
+    std::abort();
+  }
+  // The whole input as private data (a heap copy of exactly its size: no read past it).
+  const std::unique_ptr<std::byte[]> priv(new std::byte[size]);
+  std::memcpy(priv.get(), data, size);
+  ring::Grant grant{{3, 5}, 9, 11};
+  if (ring::decode_grant(std::span<const std::byte>(priv.get(), size), grant)) {
+    if (grant.geometry.slots != 0 && (!ring::valid(grant.geometry) || grant.addr == 0)) std::abort();
+    if (grant.geometry.slots == 0 && (grant.addr != 0 || grant.rkey != 0)) std::abort();
+  } else if (grant.geometry.slots != 3 || grant.addr != 9 || grant.rkey != 11) {
     std::abort();
   }
   return 0;

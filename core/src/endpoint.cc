@@ -168,7 +168,7 @@ ChannelOffer Endpoint::offer_channel(const ChannelOptions& options) {
     local = v_->ud_qp->local_info(v_->path);
   }
   ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size()), offer_nonce_};
-  if (config_.transport == Transport::kRc && options.ring) make_ring(*ch, offer.local);
+  if (config_.transport == Transport::kRc && options.ring && make_ring(*ch)) offer_ring(*ch, offer.local);
   channels_.push_back(std::move(ch));
   return offer;
 }
@@ -254,8 +254,11 @@ int Endpoint::service_channels() noexcept {
     (void)v_->tags.remove(ch->cm->qp().qp_num());  // the QP is in ERROR: its sends flush
     last_rc_qpn_ = 0;
     ch->state = Channel::State::kClosed;
+    stop_ring(*ch);  // as close_channel: the QP has left RTS
     ++closed;
   }
+  for (auto& c : channels_)
+    if (c->ring && c->state != Channel::State::kOpen) reclaim_ring(*c);
   return closed;
 }
 
@@ -279,30 +282,55 @@ std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) 
   return v_->listener->port();
 }
 
-ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout) {
+ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout, const ChannelOptions& options) {
   if (!v_->listener) verbs::throw_error("accept_cm", "endpoint", EINVAL, "listen_cm() first");
   if (channels_.size() >= config_.max_channels) verbs::throw_error("accept_cm", "endpoint", ENOSPC, "max_channels reached");
-  verbs::CmParams p;
-  p.timeout = timeout;
-  p.retry_count = config_.retry_count;
-  p.rnr_retry_count = config_.rnr_retry;
-  return adopt_cm(v_->listener->accept(v_->pd, rc_qp_config(), p));
+  auto ch = std::make_unique<Channel>();
+  if (options.ring && config_.ring_slots != 0) (void)make_ring(*ch);
+  try {
+    verbs::CmParams p;
+    p.timeout = timeout;
+    p.retry_count = config_.retry_count;
+    p.rnr_retry_count = config_.rnr_retry;
+    p.private_data = ring_grant(*ch);  // granted whatever the request says, as an offer line is
+    ch->cm = v_->listener->accept(v_->pd, rc_qp_config(), p);
+  } catch (...) {
+    drop_unopened_ring(*ch);
+    throw;
+  }
+  return adopt_cm(std::move(ch));
 }
 
-ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout) {
+ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
+                               const ChannelOptions& options) {
   if (config_.transport != Transport::kRc) verbs::throw_error("connect_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
   if (channels_.size() >= config_.max_channels) verbs::throw_error("connect_cm", "endpoint", ENOSPC, "max_channels reached");
-  verbs::CmParams p;
-  p.timeout = timeout;
-  p.retry_count = config_.retry_count;
-  p.rnr_retry_count = config_.rnr_retry;
-  return adopt_cm(verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p));
+  auto ch = std::make_unique<Channel>();
+  if (options.ring && config_.ring_slots != 0) (void)make_ring(*ch);
+  try {
+    verbs::CmParams p;
+    p.timeout = timeout;
+    p.retry_count = config_.retry_count;
+    p.rnr_retry_count = config_.rnr_retry;
+    p.private_data = ring_grant(*ch);
+    ch->cm = verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p);
+  } catch (...) {
+    drop_unopened_ring(*ch);
+    throw;
+  }
+  return adopt_cm(std::move(ch));
 }
 
-ChannelId Endpoint::adopt_cm(std::unique_ptr<verbs::CmConnection> conn) {
-  auto ch = std::make_unique<Channel>();
+// A connected rdma_cm channel joins the endpoint; a ring channel when both ends granted a ring.
+// A malformed grant throws and the connection goes (its destructor disconnects).
+ChannelId Endpoint::adopt_cm(std::unique_ptr<Channel> ch) {
   auto id = static_cast<ChannelId>(channels_.size());
-  ch->cm = std::move(conn);
+  try {
+    open_cm_ring(*ch, id);
+  } catch (...) {
+    drop_unopened_ring(*ch);
+    throw;
+  }
   ch->lane = add_lane(ch->cm->qp(), id);
   (void)v_->tags.add(ch->cm->qp().qp_num(), id);
   last_rc_qpn_ = 0;

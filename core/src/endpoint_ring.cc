@@ -42,10 +42,10 @@ std::size_t ring_channel_bytes(const EndpointConfig& config) noexcept {
   return ring_block_bytes(config, config.buffer_bytes);  // RC: max_message() is the buffer size
 }
 
-// Offer time: our ring, registered for the peer, and the offer line's ring field. No ring (and
-// no error) when the endpoint already has max_rings of them.
-void Endpoint::make_ring(Channel& ch, std::string& offer_line) {
-  if (free_ring_ids_.empty()) return;
+// Set-up: our ring, registered for the peer. False (and no error) when the endpoint already has
+// max_rings of them.
+bool Endpoint::make_ring(Channel& ch) {
+  if (free_ring_ids_.empty()) return false;
   const std::uint32_t slots = config_.ring_slots;
   const std::uint32_t slot_bytes = ring_slot_bytes(config_, max_message_);
   const std::uint32_t staging = staging_entries(config_);
@@ -67,12 +67,52 @@ void Endpoint::make_ring(Channel& ch, std::string& offer_line) {
   free_ring_ids_.pop_back();
   rings_[r->index] = r.get();
   ch.ring = std::move(r);
+  return true;
+}
 
+// Out of band: the offer line carries our ring's key in its memory fields and its geometry in
+// the ring field.
+void Endpoint::offer_ring(Channel& ch, std::string& offer_line) {
   verbs::ConnectionInfo local;
   (void)verbs::decode(offer_line, local);  // our own line: always valid
   local.memory = ch.ring->remote_mr->remote_key();
   offer_line = verbs::encode(local);
-  offer_line.insert(offer_line.size() - 1, ring::encode_field({slots, slot_bytes}));
+  offer_line.insert(offer_line.size() - 1, ring::encode_field({ch.ring->slots, ch.ring->slot_bytes}));
+}
+
+// rdma_cm: our ring as the private data of the connect request or the accept (none: no ring).
+std::vector<std::byte> Endpoint::ring_grant(const Channel& ch) const {
+  if (!ch.ring) return {};
+  const verbs::RemoteKey key = ch.ring->remote_mr->remote_key();
+  std::vector<std::byte> out(ring::kGrantBytes);
+  ring::encode_grant({{ch.ring->slots, ch.ring->slot_bytes}, key.addr, key.rkey},
+                     std::span<std::byte, ring::kGrantBytes>(out.data(), ring::kGrantBytes));
+  return out;
+}
+
+// rdma_cm, connected: a ring channel when both ends granted a ring; else ours goes now.
+void Endpoint::open_cm_ring(Channel& ch, ChannelId id) {
+  ring::Grant peer;
+  if (!ring::decode_grant(ch.cm->peer_private_data(), peer))
+    verbs::throw_error("rdma_cm", "ring channel", EPROTO, "the peer's ring grant is malformed");
+  if (!ch.ring) return;
+  if (peer.geometry.slots == 0) {
+    drop_unopened_ring(ch);
+    return;
+  }
+  const verbs::RemoteKey key{peer.addr, peer.rkey, peer.geometry.remote_bytes()};
+  open_ring(ch, id, &key, peer.geometry.slots, peer.geometry.slot_bytes);
+}
+
+// A ring that was never opened: nothing polls it and the application holds none of its slots, so
+// it goes at once (also when set-up failed and its channel is about to be destroyed).
+void Endpoint::drop_unopened_ring(Channel& ch) noexcept {
+  RingChannel* r = ch.ring.get();
+  if (!r) return;
+  r->remote_mr.reset();
+  rings_[r->index] = nullptr;
+  free_ring_ids_.push_back(r->index);
+  ch.ring.reset();
 }
 
 // Accept time, both offers carry a ring: the peer's ring is where our messages go. `peer_memory`
@@ -91,7 +131,7 @@ void Endpoint::open_ring(Channel& ch, ChannelId id, const void* peer_memory, std
   r.tx = ring::SendWindow(peer_slots);
   // Inline as a SEND of the same payload would be (and a descriptor's payload always), as far as
   // the QP takes the head and tail beside it.
-  const std::uint32_t cap = ch.qp->caps().max_inline_data;
+  const std::uint32_t cap = ch.rc_qp()->caps().max_inline_data;
   r.inline_payload = std::min(std::max(inline_post_limit_, inline_threshold_),
                               cap >= ring::kOverhead ? (cap - ring::kOverhead) & ~7u : 0);
   r.fit = ring::capacity(peer_slot_bytes);

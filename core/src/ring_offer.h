@@ -3,13 +3,18 @@
 // A core channel offer is the verbs ConnectionInfo line (verbs/connection_info.h). An offer with a
 // ring carries the ring's registered bytes (ring + control block) in the line's addr/rkey/len
 // fields and appends, before the newline, " ring=<slots>x<slot bytes>" in lowercase hex. A channel
-// is a ring channel when both offers carry a ring; each side writes into the other's.
+// is a ring channel when both offers carry a ring; each side writes into the other's. Through
+// rdma_cm the same grant travels in the connection's private data (Grant, below).
 #pragma once
 
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "unet/core/little_endian.h"
 
 namespace unet::core::ring {
 
@@ -61,6 +66,45 @@ inline bool split_offer(std::string_view& line, Geometry& g) noexcept {
       !valid(out))
     return false;
   line = line.substr(0, at);
+  g = out;
+  return true;
+}
+
+// rdma_cm: a ring grant in the private data of the connect request or its reply, from byte 0:
+// magic (4) · slots (4) · slot bytes (4) · rkey (4) · address of the ring (8), little-endian. The
+// CM pads what it delivers with zeros (to 56 bytes for a request, 196 for a reply), so private
+// data that does not start with the magic carries no ring; any that does must be a valid grant.
+inline constexpr std::size_t kGrantBytes = 24;
+inline constexpr std::uint32_t kGrantMagic = 0x676e5255;  // "URng"
+
+struct Grant {
+  Geometry geometry;  // {0, 0}: no ring
+  std::uint64_t addr = 0;
+  std::uint32_t rkey = 0;
+};
+
+inline void encode_grant(const Grant& g, std::span<std::byte, kGrantBytes> out) noexcept {
+  store_le(out.data(), kGrantMagic);
+  store_le(out.data() + 4, g.geometry.slots);
+  store_le(out.data() + 8, g.geometry.slot_bytes);
+  store_le(out.data() + 12, g.rkey);
+  store_le(out.data() + 16, g.addr);
+}
+
+// Reads a grant from the peer's private data. Returns false for data that starts with the magic
+// but is cut short or names an invalid geometry or a null address; `g` is then untouched. Data
+// without the magic is not an error: `g` becomes {} (no ring).
+inline bool decode_grant(std::span<const std::byte> in, Grant& g) noexcept {
+  if (in.size() < 4 || load_le<std::uint32_t>(in.data()) != kGrantMagic) {
+    g = {};
+    return true;
+  }
+  if (in.size() < kGrantBytes) return false;
+  Grant out;
+  out.geometry = {load_le<std::uint32_t>(in.data() + 4), load_le<std::uint32_t>(in.data() + 8)};
+  out.rkey = load_le<std::uint32_t>(in.data() + 12);
+  out.addr = load_le<std::uint64_t>(in.data() + 16);
+  if (!valid(out.geometry) || out.addr == 0) return false;
   g = out;
   return true;
 }

@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -15,7 +16,13 @@
 #include "netem.h"
 #include "unet/core/endpoint.h"
 #include "unet/core/remote_token.h"
+#include "ring_offer.h"
+#include "unet/verbs/completion_queue.h"
 #include "unet/verbs/connection_info.h"
+#include "unet/verbs/connection_manager.h"
+#include "unet/verbs/device.h"
+#include "unet/verbs/error.h"
+#include "unet/verbs/protection_domain.h"
 
 namespace unet::core {
 namespace {
@@ -114,6 +121,31 @@ void take_arrivals(Direction& d, std::mt19937& rng) {
   }
 }
 
+// Runs directions x (a to b) and y (b to a) at once until each has delivered `messages`, checked,
+// or `limit` passed; then gives back every held slot.
+void exchange(Direction& x, Direction& y, std::uint64_t messages, std::chrono::seconds limit) {
+  std::mt19937 rng(5);
+  const std::uint64_t window = 24;  // < free queue (128) less the repost batch and held buffers
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while ((x.received < messages || y.received < messages) && std::chrono::steady_clock::now() < deadline) {
+    for (Direction* d : {&x, &y})
+      for (int k = 0; k < 8 && d->sent < messages && d->sent - d->received < window; ++k)
+        if (!send_next(*d)) break;
+    ASSERT_GE(x.from.poll(), 0);
+    ASSERT_GE(y.from.poll(), 0);
+    take_arrivals(x, rng);
+    take_arrivals(y, rng);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  for (Direction* d : {&x, &y})
+    while (!d->held.empty()) {
+      ASSERT_EQ(d->to.release(d->held.front()), Status::kOk);
+      d->held.pop_front();
+    }
+  ASSERT_EQ(x.received, messages);
+  ASSERT_EQ(y.received, messages);
+}
+
 // Both directions at once with rnr_retry 0 (a single overrun of a free queue would fail the
 // channel): first kRingOnly messages that fit a slot (past the 16-bit sequence wrap), then random
 // sizes from 1 to past the slot (SEND fallbacks) with the receivers holding some slots back, so
@@ -128,26 +160,8 @@ TEST(RingChannel, TortureBothWaysByteExactInOrderAcrossRingAndFallback) {
   ASSERT_TRUE(b.ring_channel(ba));
   EXPECT_EQ(a.send_inline(ab, {}), Status::kInvalidArgument) << "zero bytes";
   Direction x(a, b, ab, ba, 11), y(b, a, ba, ab, 12);
-  std::mt19937 rng(5);
-  const std::uint64_t window = 24;  // < free queue (128) less the repost batch and held buffers
-  const auto deadline = std::chrono::steady_clock::now() + 600s;
-  while ((x.received < messages || y.received < messages) && std::chrono::steady_clock::now() < deadline) {
-    for (Direction* d : {&x, &y})
-      for (int k = 0; k < 8 && d->sent < messages && d->sent - d->received < window; ++k)
-        if (!send_next(*d)) break;
-    ASSERT_GE(a.poll(), 0);
-    ASSERT_GE(b.poll(), 0);
-    take_arrivals(x, rng);
-    take_arrivals(y, rng);
-    if (HasFatalFailure()) return;
-  }
-  for (Direction* d : {&x, &y})
-    while (!d->held.empty()) {
-      ASSERT_EQ(d->to.release(d->held.front()), Status::kOk);
-      d->held.pop_front();
-    }
-  ASSERT_EQ(x.received, messages);
-  ASSERT_EQ(y.received, messages);
+  exchange(x, y, messages, 600s);
+  if (HasFatalFailure()) return;
   for (Endpoint* e : {&a, &b}) {
     const EndpointStats& st = e->stats();
     EXPECT_EQ(st.send_errors, 0u);
@@ -464,6 +478,136 @@ TEST(RingChannel, RingMessagesBeforeASendDroppedForAFullReceiveQueueStillCome) {
     EXPECT_EQ(d.channel, ba);
     EXPECT_EQ(d.data[0], std::byte(m));
   }
+}
+
+// The IPv4 address of the device's netdev, for rdma_cm (nullptr: skip, or fail where the device
+// tier requires one).
+const char* cm_address() {
+  const char* addr = std::getenv("UNET_RXE_ADDR0");
+  if (!addr && test::device_required()) ADD_FAILURE() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
+  return addr;
+}
+
+// rdma_cm channels are ring channels too: each end's grant rides in the private data of the
+// connect request and of the accept. Checked traffic both ways by ring and by SEND; a peer that
+// grants no ring makes a plain channel at both ends; the peer's disconnect stops the ring and
+// frees it.
+TEST(RingChannel, RdmaCmChannelsAreRingChannels) {
+  UNET_REQUIRE_DEVICE();
+  const char* addr = cm_address();
+  if (!addr) GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
+  Endpoint a(ring_config(0)), b(ring_config(0)), c(ring_config(0));
+  const std::uint16_t port = b.listen_cm(addr, 0);
+  ChannelId ba = kNoChannel;
+  std::thread acceptor([&] { ba = b.accept_cm(10s); });  // b is used by this thread only until the join
+  const ChannelId ab = a.connect_cm(addr, port, 10s);
+  acceptor.join();
+  ASSERT_NE(ba, kNoChannel);
+  ASSERT_TRUE(a.ring_channel(ab));
+  ASSERT_TRUE(b.ring_channel(ba));
+  const std::uint64_t messages = 6000;
+  Direction x(a, b, ab, ba, 21, 2000), y(b, a, ba, ab, 22, 2000);
+  exchange(x, y, messages, 300s);
+  if (HasFatalFailure()) return;
+  for (Endpoint* e : {&a, &b}) {
+    const EndpointStats& st = e->stats();
+    EXPECT_EQ(st.send_errors, 0u);
+    EXPECT_EQ(st.ring_protocol_errors, 0u);
+    EXPECT_GT(st.ring_sent, 2000u);
+    EXPECT_GT(st.ring_fallbacks, 0u) << "messages larger than a slot went by SEND";
+    EXPECT_EQ(st.ring_sent + st.ring_fallbacks, messages);
+  }
+  EXPECT_EQ(a.stats().ring_received, b.stats().ring_sent);
+  EXPECT_EQ(b.stats().ring_received, a.stats().ring_sent);
+
+  // A peer that grants no ring: a plain channel, and b's ring for it goes at once.
+  ChannelId bc = kNoChannel;
+  acceptor = std::thread([&] { bc = b.accept_cm(10s); });
+  const ChannelId cb = c.connect_cm(addr, port, 10s, {.ring = false});
+  acceptor.join();
+  ASSERT_NE(bc, kNoChannel);
+  EXPECT_FALSE(c.ring_channel(cb));
+  EXPECT_FALSE(b.ring_channel(bc));
+  EXPECT_EQ(b.rings(), 1u) << "only ab's";
+  EXPECT_EQ(c.rings(), 0u);
+  const std::uint64_t ring_sent = b.stats().ring_sent;
+  std::byte m[16] = {std::byte{'p'}};
+  ASSERT_EQ(c.send_inline(cb, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(test::wait_receive(c, b, d));
+  EXPECT_EQ(d.channel, bc);
+  ASSERT_EQ(b.send_inline(bc, m), Status::kOk);
+  ASSERT_TRUE(test::wait_receive(b, c, d));
+  EXPECT_EQ(d.channel, cb);
+  EXPECT_EQ(d.data[0], std::byte{'p'});
+  EXPECT_EQ(b.stats().ring_sent, ring_sent) << "by SEND";
+
+  // a closes: b answers the disconnect, and the ring of that channel is no longer b's.
+  int closed = 0;
+  std::thread server_side([&] {  // b is used by this thread only until the join
+    for (auto end = std::chrono::steady_clock::now() + 10s; !closed && std::chrono::steady_clock::now() < end;) {
+      (void)b.poll();
+      closed = b.service_channels();
+    }
+  });
+  EXPECT_EQ(a.close_channel(ab), Status::kOk);
+  server_side.join();
+  EXPECT_EQ(closed, 1);
+  EXPECT_EQ(b.channel_status(ba), Status::kClosed);
+  EXPECT_EQ(b.rings(), 0u);
+  EXPECT_EQ(a.rings(), 0u);
+  EXPECT_EQ(b.channel_status(bc), Status::kOk) << "the other channel carries on";
+}
+
+// A connect request whose private data starts with a ring grant but names an impossible ring is
+// refused (EPROTO) with nothing kept; the listener then accepts a well-formed one.
+TEST(RingChannel, RdmaCmMalformedGrantIsRefusedWithNothingKept) {
+  UNET_REQUIRE_DEVICE();
+  const char* addr = cm_address();
+  if (!addr) GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
+  Endpoint b(ring_config(0));
+  const std::uint16_t port = b.listen_cm(addr, 0);
+  auto ctx = verbs::Context::open(b.config().device);
+  auto pd = std::make_shared<verbs::ProtectionDomain>(ctx);
+  auto cq = std::make_shared<verbs::CompletionQueue>(ctx, 16);
+  verbs::QpConfig qc;
+  qc.send_cq = cq;
+  verbs::CmParams bad;
+  bad.timeout = 10s;
+  bad.private_data.resize(ring::kGrantBytes);
+  ring::encode_grant({{3, 1000}, 0x1000, 1}, std::span<std::byte, ring::kGrantBytes>(bad.private_data));
+  int error = 0;
+  std::thread acceptor([&] {  // b is used by this thread only until the join
+    try {
+      (void)b.accept_cm(10s);
+    } catch (const verbs::Error& e) {
+      error = e.error_number();
+    }
+  });
+  std::unique_ptr<verbs::CmConnection> raw;
+  try {
+    raw = verbs::cm_connect(addr, port, pd, qc, bad);  // may be established before b refuses it
+  } catch (const verbs::Error&) {
+  }
+  acceptor.join();
+  EXPECT_EQ(error, EPROTO);
+  EXPECT_EQ(b.rings(), 0u);
+  raw.reset();
+
+  Endpoint a(ring_config(0));
+  ChannelId ba = kNoChannel;
+  acceptor = std::thread([&] { ba = b.accept_cm(10s); });
+  const ChannelId ab = a.connect_cm(addr, port, 10s);
+  acceptor.join();
+  ASSERT_NE(ba, kNoChannel);
+  EXPECT_EQ(ba, 0u) << "the refused connection kept no channel";
+  EXPECT_TRUE(b.ring_channel(ba));
+  std::byte m[8] = {std::byte{'r'}};
+  ASSERT_EQ(a.send_inline(ab, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(test::wait_receive(a, b, d));
+  EXPECT_EQ(d.channel, ba);
+  EXPECT_EQ(b.stats().ring_received, 1u);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// Unit: the ring slot codec (core/src/ring_slot.h) and the offer's ring field (ring_offer.h).
+// Unit: the ring slot codec (core/src/ring_slot.h), the offer's ring field and the rdma_cm grant
+// (ring_offer.h).
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "ring_offer.h"
@@ -202,6 +204,53 @@ TEST(RingOffer, MalformedOrInvalidFieldsAreRefusedWithNothingChanged) {
   }
 }
 
+
+// rdma_cm's private data: a grant round-trips at the start of CM-padded data; data without the
+// magic (another application's, or none) is no ring; a grant cut short, of an invalid geometry
+// or with no address is refused with nothing changed.
+TEST(RingGrant, RoundTripsInPaddedPrivateDataAndOthersAreNoRing) {
+  const Grant g{{64, 1024}, 0x00007f1234567000ull, 0xa1b2c3d4};
+  std::array<std::byte, 56> pd{};  // a connect request's private data as the CM delivers it
+  encode_grant(g, std::span<std::byte, kGrantBytes>(pd.data(), kGrantBytes));
+  EXPECT_EQ(pd[0], std::byte{0x55}) << "little-endian magic";
+  Grant out;
+  ASSERT_TRUE(decode_grant(pd, out));
+  EXPECT_EQ(out.geometry.slots, 64u);
+  EXPECT_EQ(out.geometry.slot_bytes, 1024u);
+  EXPECT_EQ(out.addr, g.addr);
+  EXPECT_EQ(out.rkey, g.rkey);
+  ASSERT_TRUE(decode_grant(std::span<const std::byte>(pd.data(), kGrantBytes), out)) << "exactly the grant";
+
+  const std::array<std::byte, 56> zeros{};
+  Grant none{{8, 64}, 1, 1};
+  ASSERT_TRUE(decode_grant(zeros, none));
+  EXPECT_EQ(none.geometry.slots, 0u);
+  EXPECT_EQ(none.addr, 0u);
+  ASSERT_TRUE(decode_grant({}, none)) << "no private data at all";
+  EXPECT_EQ(none.geometry.slots, 0u);
+}
+
+TEST(RingGrant, CutShortInvalidOrNullGrantsAreRefusedWithNothingChanged) {
+  const auto encoded = [](Grant g) {
+    std::array<std::byte, kGrantBytes> b{};
+    encode_grant(g, b);
+    return b;
+  };
+  const Grant keep{{16, 256}, 0x1000, 7};
+  for (const Grant& bad : {Grant{{3, 1024}, 0x1000, 1}, Grant{{0, 1024}, 0x1000, 1}, Grant{{64, 1020}, 0x1000, 1},
+                           Grant{{64, 16}, 0x1000, 1}, Grant{{1u << 15, 1024}, 0x1000, 1}, Grant{{64, 1024}, 0, 1}}) {
+    Grant g = keep;
+    EXPECT_FALSE(decode_grant(encoded(bad), g)) << bad.geometry.slots << "x" << bad.geometry.slot_bytes;
+    EXPECT_EQ(g.geometry.slots, 16u);
+    EXPECT_EQ(g.addr, 0x1000u);
+  }
+  const auto good = encoded({{64, 1024}, 0x1000, 1});
+  for (std::size_t cut = 4; cut < kGrantBytes; ++cut) {
+    Grant g = keep;
+    EXPECT_FALSE(decode_grant(std::span<const std::byte>(good.data(), cut), g)) << cut;
+    EXPECT_EQ(g.geometry.slots, 16u);
+  }
+}
 
 // What a ring channel pins (boot's plan counts it per channel): slots x slot bytes, the control
 // block and 32 B of staging per send-queue entry, page-aligned; slots shrink to small buffers.

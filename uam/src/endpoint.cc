@@ -88,14 +88,15 @@ std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) 
   return net_->listen_cm(address, port);
 }
 
-ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout) {
+ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout, const core::ChannelOptions& options) {
   check_budget(open_.size(), per_channel_budget_, *net_);
-  return adopt(net_->accept_cm(timeout));
+  return adopt(net_->accept_cm(timeout, options));
 }
 
-ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout) {
+ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
+                               const core::ChannelOptions& options) {
   check_budget(open_.size(), per_channel_budget_, *net_);
-  return adopt(net_->connect_cm(address, port, timeout));
+  return adopt(net_->connect_cm(address, port, timeout, options));
 }
 
 Status Endpoint::close_channel(ChannelId ch) noexcept {

@@ -66,8 +66,12 @@ void expect_event(rdma_event_channel* ch, rdma_cm_event_type expected,
                     rdma_event_str(out.ev->event));
 }
 
-rdma_conn_param conn_param(const CmParams& p) {
+rdma_conn_param conn_param(const CmParams& p, const std::string& object) {
   rdma_conn_param c{};
+  if (p.private_data.size() > 196)
+    throw_error("rdma_cm", object, EINVAL, "private data longer than 196 bytes");
+  c.private_data = p.private_data.empty() ? nullptr : p.private_data.data();
+  c.private_data_len = static_cast<std::uint8_t>(p.private_data.size());
   c.responder_resources = p.responder_resources;
   c.initiator_depth = p.initiator_depth;
   c.retry_count = p.retry_count;
@@ -75,6 +79,10 @@ rdma_conn_param conn_param(const CmParams& p) {
   return c;
 }
 
+std::vector<std::byte> private_data_of(const rdma_cm_event* ev) {
+  const auto* p = static_cast<const std::byte*>(ev->param.conn.private_data);
+  return p ? std::vector<std::byte>(p, p + ev->param.conn.private_data_len) : std::vector<std::byte>{};
+}
 
 }  // namespace
 
@@ -162,10 +170,11 @@ std::unique_ptr<CmConnection> CmListener::accept(std::shared_ptr<ProtectionDomai
     Event ev;
     expect_event(channel_, RDMA_CM_EVENT_CONNECT_REQUEST, params.timeout, object, ev);
     conn->id_ = ev.ev->id;  // a new id for this connection
+    conn->peer_data_ = private_data_of(ev.ev);
   }
   try {
     conn->create_qp(std::move(pd), config);
-    rdma_conn_param c = conn_param(params);
+    rdma_conn_param c = conn_param(params, object);
     if (rdma_accept(conn->id_, &c) != 0) throw_error("rdma_accept", object, errno);
     Event ev;
     expect_event(channel_, RDMA_CM_EVENT_ESTABLISHED, params.timeout, object, ev);
@@ -202,10 +211,11 @@ std::unique_ptr<CmConnection> cm_connect(std::string_view host, std::uint16_t po
     expect_event(conn->channel_, RDMA_CM_EVENT_ROUTE_RESOLVED, params.timeout, object, ev);
   }
   conn->create_qp(std::move(pd), config);
-  rdma_conn_param c = conn_param(params);
+  rdma_conn_param c = conn_param(params, object);
   if (rdma_connect(conn->id_, &c) != 0) throw_error("rdma_connect", object, errno);
   Event ev;
   expect_event(conn->channel_, RDMA_CM_EVENT_ESTABLISHED, params.timeout, object, ev);
+  conn->peer_data_ = private_data_of(ev.ev);  // the accept's
   conn->set_established();
   return conn;
 }

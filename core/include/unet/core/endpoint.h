@@ -92,7 +92,7 @@ struct EndpointConfig {
   std::uint8_t rnr_retry = 7;
   // rdma_cm channels: how long close_channel() waits for the disconnect to complete.
   std::chrono::milliseconds disconnect_timeout{2000};
-  // RC ring channels (core/README.md, "Ring channels"): a channel set up out of band grants its
+  // RC ring channels (core/README.md, "Ring channels"): a channel (out of band or rdma_cm) grants its
   // peer a ring of ring_slots slots of ring_slot_bytes in our memory (less when buffer_bytes is
   // smaller: a slot carries at most max_message()); messages that fit a slot (ring_slot_bytes - 24
   // bytes) arrive by RDMA WRITE and poll() finds them there, with no receive buffer or
@@ -153,10 +153,11 @@ struct EndpointStats {
   std::uint64_t ring_protocol_errors = 0;  // malformed ring heads, impossible credits: dropped
 };
 
-// How to set up one channel (offer_channel).
+// How to set up one channel (offer_channel, accept_cm, connect_cm).
 struct ChannelOptions {
-  // RC, out of band: grant the peer a ring (EndpointConfig::ring_slots). The channel is a ring
-  // channel when both offers carry one; otherwise both ends use SEND/RECV only.
+  // RC: grant the peer a ring (EndpointConfig::ring_slots), in the offer line or in rdma_cm's
+  // private data. The channel is a ring channel when both ends grant one; otherwise both use
+  // SEND/RECV only.
   bool ring = true;
 };
 
@@ -201,10 +202,12 @@ class Endpoint {
   ChannelId accept_offer(const ChannelOffer& offer, std::string_view peer_half);
   // RC channels through rdma_cm instead of an out-of-band exchange: listen on an IP address of the
   // endpoint's device (port 0: any free one; returns the port), accept one channel, or connect to
-  // a listening endpoint. Each step waits at most `timeout`, then throws verbs::Error.
+  // a listening endpoint. Each step waits at most `timeout`, then throws verbs::Error (EPROTO for
+  // a peer's malformed ring grant).
   std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
-  ChannelId accept_cm(std::chrono::milliseconds timeout);
-  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout);
+  ChannelId accept_cm(std::chrono::milliseconds timeout, const ChannelOptions& options = {});
+  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
+                       const ChannelOptions& options = {});
   // Closes a channel: later sends on it fail with kClosed and its arrivals are dropped as unknown.
   // An rdma_cm channel is also disconnected, so its peer sees the close; kTimeout when that took
   // longer than config().disconnect_timeout (the channel is closed all the same).
@@ -341,7 +344,7 @@ class Endpoint {
   struct Verbs;
 
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
-  ChannelId adopt_cm(std::unique_ptr<verbs::CmConnection> conn);
+  ChannelId adopt_cm(std::unique_ptr<Channel> ch);
   verbs::QpConfig rc_qp_config() const;
   inline Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
                             std::uint32_t imm) noexcept;
@@ -378,7 +381,11 @@ class Endpoint {
   bool ud_failed() const noexcept;
   // Ring channels: set-up and slow paths in endpoint_ring.cc, data-path steps in
   // endpoint_data.cc (inlined into poll() and post_pending_sends()).
-  void make_ring(Channel& ch, std::string& offer_line);
+  bool make_ring(Channel& ch);
+  void offer_ring(Channel& ch, std::string& offer_line);
+  std::vector<std::byte> ring_grant(const Channel& ch) const;
+  void open_cm_ring(Channel& ch, ChannelId id);
+  void drop_unopened_ring(Channel& ch) noexcept;
   void open_ring(Channel& ch, ChannelId id, const void* peer_memory, std::uint32_t peer_slots,
                  std::uint32_t peer_slot_bytes);
   void stop_ring(Channel& ch) noexcept;

@@ -138,8 +138,9 @@ class Endpoint {
   core::ChannelOffer offer_channel(const core::ChannelOptions& options = {});
   ChannelId accept_offer(const core::ChannelOffer& offer, std::string_view peer_half);
   std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
-  ChannelId accept_cm(std::chrono::milliseconds timeout);
-  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout);
+  ChannelId accept_cm(std::chrono::milliseconds timeout, const core::ChannelOptions& options = {});
+  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
+                       const core::ChannelOptions& options = {});
   // Closes the channel: its outstanding requests, stores and gets complete with kClosed.
   Status close_channel(ChannelId ch) noexcept;
   // kOk while the channel works; kClosed once closed or failed; kNotFound for no such channel.

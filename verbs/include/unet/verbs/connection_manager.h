@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "unet/verbs/queue_pair.h"
 
@@ -28,6 +29,8 @@ struct CmParams {
   std::uint8_t initiator_depth = 1;
   std::uint8_t retry_count = 6;  // not 7: rxe retries forever at 7 (see PathParams::retry_cnt)
   std::uint8_t rnr_retry_count = 7;
+  // Sent with the connect request (at most 56 bytes) or the accept (at most 196).
+  std::vector<std::byte> private_data;
 };
 
 // One RC connection made through rdma_cm: owns the cm id, its event channel and its QP.
@@ -42,6 +45,9 @@ class CmConnection {
   QueuePair& qp() noexcept { return *qp_; }
   rdma_cm_id* native() const noexcept { return id_; }
   bool connected() const noexcept { return connected_; }
+  // The peer's private data: of its connect request (accepted side) or of its accept (connecting
+  // side), as the CM delivered it (padded with zeros to its fixed size on InfiniBand and RoCE).
+  const std::vector<std::byte>& peer_private_data() const noexcept { return peer_data_; }
 
   // Sends a disconnect and waits (up to `timeout`) for RDMA_CM_EVENT_DISCONNECTED. The QP moves
   // to ERROR: WRs still posted complete with kFlushed. Idempotent.
@@ -63,6 +69,7 @@ class CmConnection {
   rdma_event_channel* channel_ = nullptr;
   rdma_cm_id* id_ = nullptr;
   std::optional<QueuePair> qp_;
+  std::vector<std::byte> peer_data_;
   bool connected_ = false;
 };
 
