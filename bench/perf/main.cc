@@ -84,6 +84,10 @@ DEFINE_bool(coalesce, true,
 DEFINE_bool(ring, true,
             "RC channels are ring channels: messages that fit a slot arrive by RDMA WRITE into the "
             "peer's memory, found by polling (--noring: SEND/RECV only)");
+DEFINE_int32(ring_slots, 64, "ring channels: slots of our ring (a power of two, 2..16384; core's default 64)");
+DEFINE_int32(ring_slot_bytes, 256,
+             "ring channels: bytes per slot (a multiple of 8, 32..32768; core's default 256); larger "
+             "messages go by SEND");
 DEFINE_bool(
     limits, false,
     "print the largest -s of --test on -c for this device ('max_size N') and exit; no peer");
@@ -125,6 +129,8 @@ RawFlags raw_flags(int argc, char** argv) {
   if (!is_default("window")) f.window = FLAGS_window;
   if (!is_default("coalesce")) f.coalesce = FLAGS_coalesce;
   if (!is_default("ring")) f.ring = FLAGS_ring;
+  if (!is_default("ring_slots")) f.ring_slots = FLAGS_ring_slots;
+  if (!is_default("ring_slot_bytes")) f.ring_slot_bytes = FLAGS_ring_slot_bytes;
   f.limits = FLAGS_limits;
   for (int k = 1; k < argc; ++k) f.hosts.emplace_back(argv[k]);
   return f;

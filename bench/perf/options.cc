@@ -223,6 +223,17 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     if (*f.ring && c.transport != core::Transport::kRc) return "--ring needs -c RC (ring channels are RC)";
     c.ring = *f.ring;
   }
+  if (f.ring_slots || f.ring_slot_bytes) {
+    if (!c.ring) return "--ring_slots and --ring_slot_bytes shape a ring channel's ring: they need -c RC and no --noring";
+    const core::EndpointConfig d;
+    const std::int64_t slots = f.ring_slots.value_or(d.ring_slots), bytes = f.ring_slot_bytes.value_or(d.ring_slot_bytes);
+    if (slots < 2 || slots > 16384 || (slots & (slots - 1)) != 0)
+      return "--ring_slots must be a power of two in 2..16384, not " + std::to_string(slots);
+    if (bytes < 32 || bytes > 32768 || bytes % 8 != 0)
+      return "--ring_slot_bytes must be a multiple of 8 in 32..32768, not " + std::to_string(bytes);
+    c.ring_slots = static_cast<std::uint32_t>(slots);
+    c.ring_slot_bytes = static_cast<std::uint32_t>(bytes);
+  }
   c.limits = f.limits;
 
   if (f.timeout_ms < 1 || f.timeout_ms > 3600000)

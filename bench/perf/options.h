@@ -77,6 +77,8 @@ struct RawFlags {
   std::optional<std::int64_t> window;       // --window (am_* only)
   std::optional<bool> coalesce;             // --coalesce (am_* only)
   std::optional<bool> ring;                 // --ring (RC channels)
+  std::optional<std::int64_t> ring_slots;   // --ring_slots (ring channels only)
+  std::optional<std::int64_t> ring_slot_bytes;  // --ring_slot_bytes (ring channels only)
   bool limits = false;                      // --limits
   std::vector<std::string> hosts;           // positional arguments (0 = server, 1 = client)
 };
@@ -105,7 +107,9 @@ struct PerfConfig {
   std::uint32_t mtu = 0;  // --oob rc_pingpong / ib_send_lat: the tool's -m (0: the tool's default)
   std::uint32_t window = kDefaultAmWindow;  // am_*: uam's credit window per channel
   bool coalesce = true;                     // am_*: uam's Config::coalesce
-  bool ring = true;  // RC, out of band: a ring channel (core's ChannelOptions::ring); else SEND only
+  bool ring = true;  // RC: a ring channel (core's ChannelOptions::ring); else SEND only
+  std::uint32_t ring_slots = 0;       // our ring's geometry (0: core's EndpointConfig default)
+  std::uint32_t ring_slot_bytes = 0;
   bool limits = false;  // --limits: print the largest -s for this test and transport, and exit
   std::string host;  // "" = server
 

@@ -165,6 +165,10 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
     w.null();
   w.key("rdma_cm").value(c.rdma_cm);
   w.key("ring").value(c.ring);
+  if (c.ring_slots != 0) {
+    w.key("ring_slots").value(std::uint64_t{c.ring_slots});
+    w.key("ring_slot_bytes").value(std::uint64_t{c.ring_slot_bytes});
+  }
   w.key("events").value(c.events);
   w.key("batch").value(c.batch);
   w.key("timeout_ms").value(static_cast<std::int64_t>(c.timeout.count()));

@@ -5,6 +5,16 @@
 #include <cstddef>
 
 namespace unet::perf {
+namespace {
+
+// --ring_slots / --ring_slot_bytes, when given: our ring's geometry.
+void ring_geometry(const PerfConfig& c, core::EndpointConfig& e) {
+  if (c.ring_slots == 0) return;
+  e.ring_slots = c.ring_slots;
+  e.ring_slot_bytes = c.ring_slot_bytes;
+}
+
+}  // namespace
 
 core::EndpointConfig endpoint_config(const PerfConfig& c, std::uint32_t size) {
   core::EndpointConfig e;
@@ -21,6 +31,7 @@ core::EndpointConfig endpoint_config(const PerfConfig& c, std::uint32_t size) {
   }
   e.send_queue_depth = 128;
   e.recv_queue_depth = 256;
+  ring_geometry(c, e);
   if (c.mode == core::Mode::kDirectAccess) {
     // The segment carries only what the tests send besides one-sided operations (nothing).
     e.buffer_bytes = 4096;
@@ -54,6 +65,7 @@ core::EndpointConfig am_endpoint_config(const PerfConfig& c, std::uint32_t size)
   e.gid_index = c.gid_index;
   e.transport = c.transport;
   e.mode = core::Mode::kBaseLevel;
+  ring_geometry(c, e);
   if (c.inline_size) {
     e.inline_threshold = *c.inline_size;
     e.inline_post_limit = *c.inline_size;
@@ -111,6 +123,7 @@ core::EndpointConfig ulp_endpoint_config(const PerfConfig& c) {
   e.gid_index = c.gid_index;
   e.transport = c.transport;
   e.mode = c.mode;  // direct: stream_bw's zero-copy sends
+  ring_geometry(c, e);
   if (c.inline_size) {
     e.inline_threshold = *c.inline_size;
     e.inline_post_limit = *c.inline_size;

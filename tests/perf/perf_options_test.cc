@@ -149,6 +149,15 @@ const BadCase kBadCases[] = {
      "--window 0 is out of range (1 .. 127)"},
     {"window_over_uam_limit", [](RawFlags& f) { f.test = "am_bw"; f.window = 128; },
      "--window 128 is out of range (1 .. 127)"},
+    // A ring's geometry: core's bounds, and only where there is a ring.
+    {"ring_slots_not_power_of_two", [](RawFlags& f) { f.ring_slots = 48; },
+     "--ring_slots must be a power of two in 2..16384, not 48"},
+    {"ring_slot_bytes_odd", [](RawFlags& f) { f.ring_slot_bytes = 100; },
+     "--ring_slot_bytes must be a multiple of 8 in 32..32768, not 100"},
+    {"ring_geometry_noring", [](RawFlags& f) { f.ring = false; f.ring_slots = 16; },
+     "they need -c RC and no --noring"},
+    {"ring_geometry_ud", [](RawFlags& f) { f.connection = "UD"; f.ring_slot_bytes = 512; },
+     "they need -c RC and no --noring"},
     // ulp's datagrams run on UD only; the stream runs on UD unless -c RC, and -R needs RC.
     {"dgram_lat_rc", [](RawFlags& f) { f.test = "dgram_lat"; f.connection = "RC"; },
      "-c RC: dgram_lat runs on UD only"},
@@ -336,6 +345,23 @@ TEST(PerfConfig, GivenValuesAreKept) {
   EXPECT_EQ(c.warmup, 0u);
   EXPECT_TRUE(c.events);
   EXPECT_EQ(c.timeout.count(), 1500);
+}
+
+// --ring_slots / --ring_slot_bytes shape the ring (the other one takes core's default); neither
+// given, core's EndpointConfig decides (0 here).
+TEST(PerfConfig, RingGeometryIsKeptWithCoresDefaultForTheOtherHalf) {
+  RawFlags f = flags("ep_lat");
+  EXPECT_EQ(ok(f).ring_slots, 0u);
+  f.ring_slot_bytes = 1024;
+  PerfConfig c = ok(f);
+  EXPECT_TRUE(c.ring);
+  EXPECT_EQ(c.ring_slots, core::EndpointConfig{}.ring_slots);
+  EXPECT_EQ(c.ring_slot_bytes, 1024u);
+  f.ring_slots = 16;
+  f.rdma_cm = true;  // rdma_cm channels have rings too
+  c = ok(f);
+  EXPECT_TRUE(c.ring);
+  EXPECT_EQ(c.ring_slots, 16u);
 }
 
 TEST(PerfSettings, SameSettingsAgree) {

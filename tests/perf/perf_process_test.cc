@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "json_check.h"
@@ -156,6 +157,31 @@ TEST(PerfProcess, JsonReportIsWrittenAndParses) {
   EXPECT_EQ(doc->get("config")->get("iterations")->number, 200);
   EXPECT_EQ(doc->get("config")->get("role")->string, "client");
   EXPECT_EQ(doc->get("test_info")->get("test")->string, "ep_lat");
+}
+
+// --ring_slot_bytes shapes both sides' rings: 100-byte messages do not fit 64-byte slots and go by
+// SEND, 32-byte ones fit and go by WRITE (the counters in --json say which).
+TEST(PerfProcess, RingSlotBytesDecideWhichMessagesGoByWrite) {
+  UNET_REQUIRE_DEVICE();
+  const std::string path = ::testing::TempDir() + "perf_ring_geometry.json";
+  for (const auto& [size, by_ring] : {std::pair{"100", false}, std::pair{"32", true}}) {
+    std::remove(path.c_str());
+    Pair p = run_pair("ring_geometry", {"--test", "ep_lat", "-s", size, "-n", "200", "--ring_slot_bytes", "64"},
+                      by_ring ? 19173 : 19174, "127.0.0.1", {}, {"--json", path});
+    ASSERT_EQ(p.client, 0) << show(p);
+    ASSERT_EQ(p.server, 0) << show(p);
+    const std::string text = read_file(path);
+    JsonReader reader;
+    auto doc = reader.parse(text);
+    ASSERT_TRUE(doc.has_value()) << reader.error() << "\n" << text;
+    EXPECT_EQ(doc->get("config")->get("ring_slot_bytes")->number, 64) << text;
+    const Json* ep = doc->get("results")->array.at(0).get("endpoint");
+    ASSERT_TRUE(ep) << text;
+    const double sent = ep->get("sent")->number;
+    EXPECT_GT(sent, 200) << text;
+    EXPECT_EQ(ep->get("ring_sent")->number, by_ring ? sent : 0) << size << " B: " << text;
+    EXPECT_EQ(ep->get("ring_fallbacks")->number, by_ring ? 0 : sent) << size << " B: " << text;
+  }
 }
 
 TEST(PerfProcess, MismatchedSettingsEndBothSidesWithTheSettingNamed) {
