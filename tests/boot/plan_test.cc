@@ -67,7 +67,7 @@ TEST(Plan, SixtyFourRanksOverRcAndUd) {
   EXPECT_EQ(rc.net.retry_count, 6u);
   // Any RC job: at least 2 s, 4.096 us x 2^17 x 7 = 3.8 s (2^16 gives 1.88 s).
   EXPECT_EQ(plan_endpoint(request(core::Transport::kRc, 8), rxe()).net.ack_timeout, 17u);
-  EXPECT_EQ(rc.ring_bytes, 63u * 72 * 1024);  // core's ring channels: 63 of max_rings 64
+  EXPECT_EQ(rc.ring_bytes, 63u * 24 * 1024);  // core's ring channels: 63 of max_rings 64
   EXPECT_EQ(rc.pinned_bytes, rc.segment_bytes + rc.ring_bytes);  // base level: no registration cache
 
   const EndpointPlan ud = plan_endpoint(request(core::Transport::kUd, 64), rxe());
@@ -176,11 +176,11 @@ TEST(Plan, PinnedMemoryBeyondTheMemlockLimitIsRefused) {
   const std::string why = refusal(r, d);
   EXPECT_NE(why.find("over RLIMIT_MEMLOCK of 8.0 MiB (raise it: ulimit -l)"), std::string::npos)
       << why;
-  r.mode = core::Mode::kBaseLevel;  // the segment (6.5 MiB) and 63 rings (4.4 MiB) do not fit
-  EXPECT_NE(refusal(r, d).find("a rank pins up to 11.0 MiB (segment 6.5 MiB, rings 4.4 MiB)"),
+  r.mode = core::Mode::kBaseLevel;  // the segment (6.54 MiB) and 63 rings (1.48 MiB): just over
+  EXPECT_NE(refusal(r, d).find("a rank pins up to 8.0 MiB (segment 6.5 MiB, rings 1.5 MiB)"),
             std::string::npos)
       << refusal(r, d);
-  r.ranks = 32;  // 3.8 MiB + 31 rings (2.2 MiB)
+  r.ranks = 32;  // 3.8 MiB + 31 rings (0.7 MiB)
   EXPECT_NO_THROW(plan_endpoint(r, d));
   r.ranks = 64;
   r.transport = core::Transport::kUd;  // the segment alone, 1.7 MiB

@@ -255,11 +255,11 @@ TEST(RingGrant, CutShortInvalidOrNullGrantsAreRefusedWithNothingChanged) {
 // What a ring channel pins (boot's plan counts it per channel): slots x slot bytes, the control
 // block and 32 B of staging per send-queue entry, page-aligned; slots shrink to small buffers.
 TEST(RingSlot, MemoryOfOneRingChannel) {
-  EndpointConfig c;  // RC, 64 slots of 1 KiB, send queue 128, 4 KiB buffers
-  EXPECT_EQ(ring_channel_bytes(c), (64u * 1024 + kControlBytes + 128 * 32 + 4095) / 4096 * 4096);
-  EXPECT_EQ(ring_channel_bytes(c), 72u * 1024);
-  c.buffer_bytes = 256;  // a slot carries at most one buffer: 256 + 24 bytes
-  EXPECT_EQ(ring_channel_bytes(c), (64u * 280 + kControlBytes + 128 * 32 + 4095) / 4096 * 4096);
+  EndpointConfig c;  // RC, 64 slots of 256 B, send queue 128, 4 KiB buffers
+  EXPECT_EQ(ring_channel_bytes(c), (64u * 256 + kControlBytes + 128 * 32 + 4095) / 4096 * 4096);
+  EXPECT_EQ(ring_channel_bytes(c), 24u * 1024);
+  c.buffer_bytes = 128;  // a slot carries at most one buffer: 128 + 24 bytes
+  EXPECT_EQ(ring_channel_bytes(c), (64u * 152 + kControlBytes + 128 * 32 + 4095) / 4096 * 4096);
   c.ring_slots = 0;
   EXPECT_EQ(ring_channel_bytes(c), 0u);
   c.ring_slots = 64;

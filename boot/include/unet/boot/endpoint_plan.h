@@ -10,7 +10,7 @@
 // fit. The segment holds P + 256 buffers (the 256 to send from) of 4 KiB on RC and of the path MTU
 // (+ 64 bytes for the GRH) on UD. Pinned memory per rank = the segment, plus on direct-access
 // endpoints the registration cache's bound (the program's) and 64 bytes per operation slot, plus
-// on RC the ring channels' memory: min(N-1, max_rings) x core::ring_channel_bytes() (72 KiB each
+// on RC the ring channels' memory: min(N-1, max_rings) x core::ring_channel_bytes() (24 KiB each
 // with core's defaults; later channels are plain).
 // boot/README.md has the figures for 8 to 256 ranks.
 //

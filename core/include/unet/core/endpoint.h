@@ -99,7 +99,7 @@ struct EndpointConfig {
   // completion. ring_slots 0: no rings. At most max_rings channels have one (poll() reads each
   // ring; later channels are plain).
   std::uint32_t ring_slots = 64;         // a power of two, 2..16384
-  std::uint32_t ring_slot_bytes = 1024;  // a multiple of 8, 32..32768
+  std::uint32_t ring_slot_bytes = 256;   // a multiple of 8, 32..32768
   std::uint32_t max_rings = 64;
   // Direct-access mode:
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
