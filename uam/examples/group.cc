@@ -11,12 +11,14 @@ namespace unet::uam::examples {
 
 namespace {
 
-// An idle rank polls kSpinPolls times, then polls and yields the CPU (sched_yield) for up to
+// An idle rank polls for kSpinFor, then polls and yields the CPU (sched_yield) for up to
 // kYieldFor, then sleeps on the completion channel. Ranks often outnumber the CPUs (8 on the VM's
 // two), so a spinning rank must not keep the CPU the one it waits for needs; but a wake-up from
 // the channel costs milliseconds in the VM (unet_perf -e: ~2 ms), which made every barrier cost
-// 10-40 ms. Yielding keeps a waiting rank on the run queue, as Open MPI's yield_when_idle does.
-constexpr std::uint32_t kSpinPolls = 32;
+// 10-40 ms. Yielding keeps a waiting rank on the run queue, as Open MPI's yield_when_idle does,
+// but a yield may hand the CPU away for a scheduler slice: the spin covers a round trip and more,
+// so that a wait for one message does not yield (uam/examples/README.md: the barrier).
+constexpr std::chrono::microseconds kSpinFor{100};
 constexpr std::chrono::milliseconds kYieldFor{5};
 constexpr std::chrono::milliseconds kSleep{10};
 
@@ -31,7 +33,8 @@ Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels,
       channels_(std::move(channels)),
       timeout_(timeout),
       patience_(core::CycleClock::process().ticks(timeout)),
-      yield_ticks_(core::CycleClock::process().ticks(kYieldFor)) {
+      spin_ticks_(core::CycleClock::process().ticks(kSpinFor)),
+      yield_ticks_(core::CycleClock::process().ticks(kSpinFor + kYieldFor)) {
   for (std::size_t r = 0; r < channels_.size(); ++r) {
     const ChannelId ch = channels_[r];
     if (static_cast<int>(r) == rank_) continue;
@@ -88,9 +91,9 @@ void Group::progress() {
     idle_ = 0;
     return;
   }
-  if (++idle_ < kSpinPolls) return;
   const std::uint64_t now = core::CycleClock::now();
-  if (idle_ == kSpinPolls) idle_since_ = now;
+  if (++idle_ == 1) idle_since_ = now;
+  if (now - idle_since_ < spin_ticks_) return;
   if (now - idle_since_ < yield_ticks_) {
     sched_yield();
     return;
