@@ -285,47 +285,35 @@ std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) 
 ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout, const ChannelOptions& options) {
   if (!v_->listener) verbs::throw_error("accept_cm", "endpoint", EINVAL, "listen_cm() first");
   if (channels_.size() >= config_.max_channels) verbs::throw_error("accept_cm", "endpoint", ENOSPC, "max_channels reached");
-  auto ch = std::make_unique<Channel>();
-  if (options.ring && config_.ring_slots != 0) (void)make_ring(*ch);
-  try {
-    verbs::CmParams p;
-    p.timeout = timeout;
-    p.retry_count = config_.retry_count;
-    p.rnr_retry_count = config_.rnr_retry;
-    p.private_data = ring_grant(*ch);  // granted whatever the request says, as an offer line is
-    ch->cm = v_->listener->accept(v_->pd, rc_qp_config(), p);
-  } catch (...) {
-    drop_unopened_ring(*ch);
-    throw;
-  }
-  return adopt_cm(std::move(ch));
+  return open_cm(timeout, options,
+                 [&](const verbs::CmParams& p) { return v_->listener->accept(v_->pd, rc_qp_config(), p); });
 }
 
 ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
                                const ChannelOptions& options) {
   if (config_.transport != Transport::kRc) verbs::throw_error("connect_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
   if (channels_.size() >= config_.max_channels) verbs::throw_error("connect_cm", "endpoint", ENOSPC, "max_channels reached");
+  return open_cm(timeout, options, [&](const verbs::CmParams& p) {
+    return verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p);
+  });
+}
+
+// An rdma_cm channel: our ring (unless `options` say none) granted in the private data of the
+// request or the accept, whatever the peer's says, as an offer line grants it; the connection
+// made by `connect`; then a ring channel when both ends granted a ring. A failure, or the peer's
+// malformed grant, drops our ring and the connection (its destructor disconnects) and throws.
+ChannelId Endpoint::open_cm(std::chrono::milliseconds timeout, const ChannelOptions& options,
+                            const CmConnect& connect) {
   auto ch = std::make_unique<Channel>();
   if (options.ring && config_.ring_slots != 0) (void)make_ring(*ch);
+  const auto id = static_cast<ChannelId>(channels_.size());
   try {
     verbs::CmParams p;
     p.timeout = timeout;
     p.retry_count = config_.retry_count;
     p.rnr_retry_count = config_.rnr_retry;
     p.private_data = ring_grant(*ch);
-    ch->cm = verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p);
-  } catch (...) {
-    drop_unopened_ring(*ch);
-    throw;
-  }
-  return adopt_cm(std::move(ch));
-}
-
-// A connected rdma_cm channel joins the endpoint; a ring channel when both ends granted a ring.
-// A malformed grant throws and the connection goes (its destructor disconnects).
-ChannelId Endpoint::adopt_cm(std::unique_ptr<Channel> ch) {
-  auto id = static_cast<ChannelId>(channels_.size());
-  try {
+    ch->cm = connect(p);
     open_cm_ring(*ch, id);
   } catch (...) {
     drop_unopened_ring(*ch);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -133,6 +134,16 @@ TEST(PerfProcess, UdSweepSkipsSizesAboveTheMtuWithAReason) {
   EXPECT_NE(p.client_out.find("exceed the UD path MTU"), std::string::npos) << show(p);
 }
 
+// The --json file at `path` parsed; nullopt, with a test failure naming the error, when it is not
+// JSON.
+std::optional<Json> parsed(const std::string& path, std::string& text) {
+  text = read_file(path);
+  JsonReader reader;
+  auto doc = reader.parse(text);
+  if (!doc) ADD_FAILURE() << reader.error() << "\n" << text;
+  return doc;
+}
+
 TEST(PerfProcess, JsonReportIsWrittenAndParses) {
   UNET_REQUIRE_DEVICE();
   const std::string path = ::testing::TempDir() + "perf_report.json";
@@ -141,10 +152,9 @@ TEST(PerfProcess, JsonReportIsWrittenAndParses) {
                     {"--json", path});
   ASSERT_EQ(p.client, 0) << show(p);
   ASSERT_EQ(p.server, 0) << show(p);
-  const std::string text = read_file(path);
-  JsonReader reader;
-  auto doc = reader.parse(text);
-  ASSERT_TRUE(doc.has_value()) << reader.error() << "\n" << text;
+  std::string text;
+  const auto doc = parsed(path, text);
+  ASSERT_TRUE(doc.has_value());
   const Json* results = doc->get("results");
   ASSERT_TRUE(results && results->array.size() == 1) << text;
   const Json& row = results->array[0];
@@ -170,10 +180,9 @@ TEST(PerfProcess, RingSlotBytesDecideWhichMessagesGoByWrite) {
                       by_ring ? 19173 : 19174, "127.0.0.1", {}, {"--json", path});
     ASSERT_EQ(p.client, 0) << show(p);
     ASSERT_EQ(p.server, 0) << show(p);
-    const std::string text = read_file(path);
-    JsonReader reader;
-    auto doc = reader.parse(text);
-    ASSERT_TRUE(doc.has_value()) << reader.error() << "\n" << text;
+    std::string text;
+    const auto doc = parsed(path, text);
+    ASSERT_TRUE(doc.has_value());
     EXPECT_EQ(doc->get("config")->get("ring_slot_bytes")->number, 64) << text;
     const Json* ep = doc->get("results")->array.at(0).get("endpoint");
     ASSERT_TRUE(ep) << text;

@@ -48,6 +48,7 @@ class SharedReceiveQueue;
 class QueuePair;
 class MemoryRegion;
 class CmConnection;
+struct CmParams;
 struct QpConfig;
 }  // namespace unet::verbs
 
@@ -344,7 +345,8 @@ class Endpoint {
   struct Verbs;
 
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
-  ChannelId adopt_cm(std::unique_ptr<Channel> ch);
+  using CmConnect = std::function<std::unique_ptr<verbs::CmConnection>(const verbs::CmParams&)>;
+  ChannelId open_cm(std::chrono::milliseconds timeout, const ChannelOptions& options, const CmConnect& connect);
   verbs::QpConfig rc_qp_config() const;
   inline Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
                             std::uint32_t imm) noexcept;
