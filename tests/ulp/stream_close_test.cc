@@ -5,6 +5,7 @@
 
 #include <array>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "device_env.h"
@@ -150,6 +151,39 @@ TEST(StreamClose, AFinSentAgainInTimeWaitIsAcknowledgedAgainAndTheWaitRestarts) 
   std::size_t got = 0;
   std::array<std::byte, 16> buf;
   EXPECT_EQ(s.recv(c, buf, got), Status::kClosed) << "an orderly close, not a failure";
+}
+
+// On a path whose RTO is longer than time_wait, TIME_WAIT lasts four RTOs instead: the peer would
+// resend a FIN whose ACK was lost only after its RTO, when a TIME_WAIT of 600 ms would be over and
+// the application gone (a lossy unet_cat run failed so: its client timed out in LAST_ACK).
+TEST(StreamClose, TimeWaitOutlastsFourRtos) {
+  UNET_REQUIRE_DEVICE();
+  StreamConfig cfg = close_config();  // time_wait 600 ms
+  cfg.rtt.min_rto = 400ms;            // so RTO >= 400 ms and TIME_WAIT >= 1.6 s
+  cfg.rtt.initial_rto = 400ms;
+  StreamEndpoint s(ud_config(), cfg);
+  HandPeer p(s);
+  const ConnId c = p.connect();
+  ASSERT_EQ(s.shutdown(c), Status::kOk);
+  SegmentHeader h;
+  ASSERT_TRUE(p.next(h));
+  ASSERT_EQ(h.flags, kFin | kAck);
+  ++p.their;
+  p.send(kAck);  // FIN_WAIT_2
+  p.send(kFin | kAck);
+  ASSERT_TRUE(p.next(h));
+  ASSERT_EQ(h.flags, kAck);
+  const auto entered = Clock::now();
+  ASSERT_EQ(p.state(c), StreamState::kTimeWait);
+  const std::optional<StreamStats> st = s.stats(c);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_GE(st->rto, 400ms);
+  while (Clock::now() < entered + 1200ms) (void)s.poll();
+  EXPECT_EQ(p.state(c), StreamState::kTimeWait) << "TIME_WAIT ended before four RTOs";
+  const auto end = entered + 10s;
+  while (p.state(c) != StreamState::kClosed && Clock::now() < end) (void)s.poll();
+  EXPECT_EQ(p.state(c), StreamState::kClosed);
+  EXPECT_GE(Clock::now() - entered, 4 * st->rto - 100ms) << "TIME_WAIT began just before `entered`";
 }
 
 // s received our FIN (CLOSE_WAIT) and its ACK is "lost": the FIN again gets a new ACK. Then s

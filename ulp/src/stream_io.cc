@@ -32,6 +32,14 @@ void put(Conn& c, std::uint32_t seq, std::span<const std::byte> payload) noexcep
   if (n > first) std::memcpy(c.rbuf.get(), payload.data() + first, n - first);
 }
 
+// How long TIME_WAIT lasts: the configured time, or four of our RTOs when that is longer. The
+// peer resends a FIN whose ACK was lost after its RTO (about ours: the same path) and backs off
+// if that ACK is lost too; once the wait is over the application may exit, and nothing answers.
+template <class Conn>
+Time time_wait_of(const Conn& c, std::chrono::milliseconds configured) noexcept {
+  return std::max<Time>(configured, 4 * c.rtt.rto());
+}
+
 }  // namespace
 
 int StreamEndpoint::poll() noexcept {
@@ -167,7 +175,7 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h, std::span<const
     // FIN_WAIT_1, CLOSING or LAST_ACK, resends until one comes. Acknowledge it again (RFC 793);
     // in TIME_WAIT, which exists for this, the wait starts over (RFC 793, 3.9).
     c.ack_pending = true;
-    if (c.state == StreamState::kTimeWait) c.deadline = now() + config_.time_wait;
+    if (c.state == StreamState::kTimeWait) c.deadline = now() + time_wait_of(c, config_.time_wait);
   }
 }
 
@@ -316,7 +324,7 @@ void StreamEndpoint::step(Conn& c, StreamEvent e) noexcept {
   }
   if (t.actions & kActFailed) c.error = t.error;
   if (c.state == StreamState::kTimeWait) {
-    c.deadline = n + config_.time_wait;
+    c.deadline = n + time_wait_of(c, config_.time_wait);
     c.rto_deadline = Time{};
   }
   if (c.state == StreamState::kClosed) {

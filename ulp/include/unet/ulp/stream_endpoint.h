@@ -86,7 +86,8 @@ struct StreamConfig {
   // retransmission timer fires before our ack.
   std::uint32_t ack_every = 2;
   std::chrono::microseconds ack_delay{200};
-  // TIME_WAIT: long enough for the peer to resend a FIN whose ACK was lost (its RTO).
+  // TIME_WAIT: long enough for the peer to resend a FIN whose ACK was lost (its RTO); it lasts
+  // four of the connection's RTOs instead when that is longer (a slow or lossy path).
   std::chrono::milliseconds time_wait{200};
   // Selective acks (RFC 2018; SACK segments in segment_header.h): acks name up to 3 ranges held
   // past a gap, and a sender in fast recovery resends each hole they reveal on the next ack
