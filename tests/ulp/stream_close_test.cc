@@ -110,6 +110,25 @@ StreamConfig close_config() {
   return cfg;
 }
 
+// s closes connection c first: we acknowledge its FIN (FIN_WAIT_2), send ours, and s acknowledges
+// it, in TIME_WAIT. False, with the failure recorded, when a step did not come.
+bool close_into_time_wait(StreamEndpoint& s, HandPeer& p, ConnId c) {
+  EXPECT_EQ(s.shutdown(c), Status::kOk);
+  SegmentHeader h;
+  if (!p.next(h) || h.flags != (kFin | kAck) || h.seq != p.their) {
+    ADD_FAILURE() << "no FIN from s";
+    return false;
+  }
+  ++p.their;
+  p.send(kAck);  // FIN_WAIT_2
+  p.send(kFin | kAck);
+  if (!p.next(h) || h.flags != kAck || h.ack != p.seq + 1) {
+    ADD_FAILURE() << "no ACK of our FIN";
+    return false;
+  }
+  return true;
+}
+
 // s closes first; our FIN puts it in TIME_WAIT, and its ACK is "lost": the FIN again gets a new
 // ACK, and TIME_WAIT starts over from it (RFC 793, 3.9), or a peer stuck in LAST_ACK would
 // retransmit into nothing until its dead-peer timeout.
@@ -118,17 +137,8 @@ TEST(StreamClose, AFinSentAgainInTimeWaitIsAcknowledgedAgainAndTheWaitRestarts) 
   StreamEndpoint s(ud_config(), close_config());
   HandPeer p(s);
   const ConnId c = p.connect();
-  ASSERT_EQ(s.shutdown(c), Status::kOk);
+  ASSERT_TRUE(close_into_time_wait(s, p, c));
   SegmentHeader h;
-  ASSERT_TRUE(p.next(h));
-  ASSERT_EQ(h.flags, kFin | kAck);
-  ASSERT_EQ(h.seq, p.their);
-  ++p.their;
-  p.send(kAck);  // FIN_WAIT_2
-  p.send(kFin | kAck);
-  ASSERT_TRUE(p.next(h));
-  ASSERT_EQ(h.flags, kAck);
-  ASSERT_EQ(h.ack, p.seq + 1);
   const auto entered = Clock::now();
   ASSERT_EQ(p.state(c), StreamState::kTimeWait);
   EXPECT_EQ(p.count(100ms), 0) << "an ACK-only exchange must not make s send anything more";
@@ -164,15 +174,7 @@ TEST(StreamClose, TimeWaitOutlastsFourRtos) {
   StreamEndpoint s(ud_config(), cfg);
   HandPeer p(s);
   const ConnId c = p.connect();
-  ASSERT_EQ(s.shutdown(c), Status::kOk);
-  SegmentHeader h;
-  ASSERT_TRUE(p.next(h));
-  ASSERT_EQ(h.flags, kFin | kAck);
-  ++p.their;
-  p.send(kAck);  // FIN_WAIT_2
-  p.send(kFin | kAck);
-  ASSERT_TRUE(p.next(h));
-  ASSERT_EQ(h.flags, kAck);
+  ASSERT_TRUE(close_into_time_wait(s, p, c));
   const auto entered = Clock::now();
   ASSERT_EQ(p.state(c), StreamState::kTimeWait);
   const std::optional<StreamStats> st = s.stats(c);
