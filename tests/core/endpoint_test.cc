@@ -419,11 +419,8 @@ TEST(EndpointRc, ClosingAChannelDoesNotDisturbTheOthers) {
 // RC channels can be set up through rdma_cm as well as out of band, and join the same free queue.
 TEST(EndpointRc, ChannelsThroughRdmaCm) {
   UNET_REQUIRE_DEVICE();
-  const char* addr = std::getenv("UNET_RXE_ADDR0");
-  if (!addr) {
-    if (test::device_required()) FAIL() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
-    GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
-  }
+  UNET_REQUIRE_CM_ADDRESS();
+  const std::string addr = test::cm_address();
   Endpoint server(config(Transport::kRc)), client(config(Transport::kRc));
   std::uint16_t port = server.listen_cm(addr, 0);
   ASSERT_NE(port, 0);

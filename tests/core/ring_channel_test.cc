@@ -5,7 +5,6 @@
 #include <poll.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -480,22 +479,14 @@ TEST(RingChannel, RingMessagesBeforeASendDroppedForAFullReceiveQueueStillCome) {
   }
 }
 
-// The IPv4 address of the device's netdev, for rdma_cm (nullptr: skip, or fail where the device
-// tier requires one).
-const char* cm_address() {
-  const char* addr = std::getenv("UNET_RXE_ADDR0");
-  if (!addr && test::device_required()) ADD_FAILURE() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
-  return addr;
-}
-
 // rdma_cm channels are ring channels too: each end's grant rides in the private data of the
 // connect request and of the accept. Checked traffic both ways by ring and by SEND; a peer that
 // grants no ring makes a plain channel at both ends; the peer's disconnect stops the ring and
 // frees it.
 TEST(RingChannel, RdmaCmChannelsAreRingChannels) {
   UNET_REQUIRE_DEVICE();
-  const char* addr = cm_address();
-  if (!addr) GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
+  UNET_REQUIRE_CM_ADDRESS();
+  const std::string addr = test::cm_address();
   Endpoint a(ring_config(0)), b(ring_config(0)), c(ring_config(0));
   const std::uint16_t port = b.listen_cm(addr, 0);
   ChannelId ba = kNoChannel;
@@ -563,8 +554,8 @@ TEST(RingChannel, RdmaCmChannelsAreRingChannels) {
 // refused (EPROTO) with nothing kept; the listener then accepts a well-formed one.
 TEST(RingChannel, RdmaCmMalformedGrantIsRefusedWithNothingKept) {
   UNET_REQUIRE_DEVICE();
-  const char* addr = cm_address();
-  if (!addr) GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
+  UNET_REQUIRE_CM_ADDRESS();
+  const std::string addr = test::cm_address();
   Endpoint b(ring_config(0));
   const std::uint16_t port = b.listen_cm(addr, 0);
   auto ctx = verbs::Context::open(b.config().device);

@@ -122,10 +122,7 @@ TEST(PerfAmProcess, AmLatEvents) {
 
 TEST(PerfAmProcess, AmLatRdmaCm) {
   UNET_REQUIRE_DEVICE();
-  if (cm_address().empty()) {
-    if (device_required()) FAIL() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
-    GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
-  }
+  UNET_REQUIRE_CM_ADDRESS();
   expect_am_run("am_lat_cm", {"--test", "am_lat", "-R", "-s", "8", "-n", "200"}, 19135, Kind::kLat,
                 8, 200, 100, cm_address());
 }

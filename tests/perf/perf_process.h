@@ -191,9 +191,4 @@ inline void expect_bw_row(const std::vector<double>& r, double bytes, double ite
   EXPECT_NEAR(avg, rate * 1e6 * bytes / (1 << 20), 0.01 + avg * 0.01) << "BW = rate * size";
 }
 
-inline std::string cm_address() {
-  const char* a = std::getenv("UNET_RXE_ADDR0");
-  return a ? a : "";
-}
-
 }  // namespace unet::test

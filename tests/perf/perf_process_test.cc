@@ -62,10 +62,7 @@ TEST(PerfProcess, EpLatEvents) {
 
 TEST(PerfProcess, EpLatRdmaCm) {
   UNET_REQUIRE_DEVICE();
-  if (cm_address().empty()) {
-    if (device_required()) FAIL() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
-    GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";
-  }
+  UNET_REQUIRE_CM_ADDRESS();
   expect_one_latency_run("ep_lat_cm", {"--test", "ep_lat", "-R", "-s", "8", "-n", "200"}, 19105, 8,
                          cm_address());
 }

@@ -26,6 +26,11 @@ std::string device_name() {
   return v ? v : "";
 }
 
+std::string cm_address() {
+  const char* v = std::getenv("UNET_RXE_ADDR0");
+  return v ? v : "";
+}
+
 std::optional<std::uint32_t> gid_index() {
   const char* v = std::getenv("UNET_GID_INDEX");
   if (!v || !*v) return std::nullopt;

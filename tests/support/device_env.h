@@ -3,6 +3,7 @@
 // A device test calls UNET_REQUIRE_DEVICE() first. With no RDMA device it skips with a clear
 // reason; with UNET_REQUIRE_DEVICE=1 in the environment (CI) it fails instead, so that CI cannot
 // pass by skipping. UNET_DEVICE names the device (default: the first), UNET_GID_INDEX forces a GID.
+// An rdma_cm test then calls UNET_REQUIRE_CM_ADDRESS(), with the same rule for UNET_RXE_ADDR0.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,6 +19,8 @@ std::string missing_device_reason();
 bool device_required();  // UNET_REQUIRE_DEVICE=1
 std::string device_name();  // UNET_DEVICE or ""
 std::optional<std::uint32_t> gid_index();  // UNET_GID_INDEX
+// The IPv4 address of the device's netdev, for rdma_cm: UNET_RXE_ADDR0 (the VM sets it), or "".
+std::string cm_address();
 
 }  // namespace unet::test
 
@@ -28,5 +31,14 @@ std::optional<std::uint32_t> gid_index();  // UNET_GID_INDEX
       if (::unet::test::device_required())                                                 \
         FAIL() << "UNET_REQUIRE_DEVICE=1 but " << unet_reason_;                            \
       GTEST_SKIP() << unet_reason_ << " (run under ci/rxe-vm, or set up rxe: ci/rxe-host)"; \
+    }                                                                                      \
+  } while (0)
+
+#define UNET_REQUIRE_CM_ADDRESS()                                                          \
+  do {                                                                                     \
+    if (::unet::test::cm_address().empty()) {                                              \
+      if (::unet::test::device_required())                                                 \
+        FAIL() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";                 \
+      GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of the RDMA device's netdev";  \
     }                                                                                      \
   } while (0)

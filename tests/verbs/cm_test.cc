@@ -10,21 +10,12 @@
 namespace unet::test {
 namespace {
 
-// rdma_cm needs an IP address on the RDMA device's netdev: the VM puts it in UNET_RXE_ADDR0.
-std::string cm_address() {
-  const char* a = std::getenv("UNET_RXE_ADDR0");
-  return a ? a : "";
-}
-
 class Cm : public VerbsTest {
  protected:
   void SetUp() override {
     VerbsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (cm_address().empty()) {
-      if (device_required()) FAIL() << "UNET_RXE_ADDR0 (the device's IPv4 address) is not set";
-      GTEST_SKIP() << "set UNET_RXE_ADDR0 to the IPv4 address of " << ctx_->name() << "'s netdev";
-    }
+    UNET_REQUIRE_CM_ADDRESS();  // rdma_cm needs an IP address on the device's netdev
     config_.send_cq = cq_;
     server_cq_ = std::make_shared<verbs::CompletionQueue>(ctx_, 64);
     server_config_.send_cq = server_cq_;
