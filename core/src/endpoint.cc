@@ -190,9 +190,8 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     // A ring channel when both offers carry a ring; else our ring goes now.
     if (ch.ring && peer_ring.slots != 0) {
       open_ring(ch, id, &remote.memory, peer_ring.slots, peer_ring.slot_bytes);
-    } else if (ch.ring) {
-      stop_ring(ch);
-      reclaim_ring(ch);
+    } else {
+      drop_unopened_ring(ch);
     }
     ch.lane = add_lane(*ch.qp, id);
     (void)v_->tags.add(ch.qp->qp_num(), id);  // a fresh QP number: cannot clash
@@ -305,7 +304,7 @@ ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std
 ChannelId Endpoint::open_cm(std::chrono::milliseconds timeout, const ChannelOptions& options,
                             const CmConnect& connect) {
   auto ch = std::make_unique<Channel>();
-  if (options.ring && config_.ring_slots != 0) (void)make_ring(*ch);
+  if (options.ring) (void)make_ring(*ch);
   const auto id = static_cast<ChannelId>(channels_.size());
   try {
     verbs::CmParams p;
