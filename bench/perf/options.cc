@@ -224,9 +224,11 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     c.ring = *f.ring;
   }
   if (f.ring_slots || f.ring_slot_bytes) {
-    if (!c.ring) return "--ring_slots and --ring_slot_bytes shape a ring channel's ring: they need -c RC and no --noring";
+    if (!c.ring)
+      return "--ring_slots and --ring_slot_bytes shape a ring channel's ring: they need -c RC and no --noring";
     const core::EndpointConfig d;
-    const std::int64_t slots = f.ring_slots.value_or(d.ring_slots), bytes = f.ring_slot_bytes.value_or(d.ring_slot_bytes);
+    const std::int64_t slots = f.ring_slots.value_or(d.ring_slots);
+    const std::int64_t bytes = f.ring_slot_bytes.value_or(d.ring_slot_bytes);
     if (slots < 2 || slots > 16384 || (slots & (slots - 1)) != 0)
       return "--ring_slots must be a power of two in 2..16384, not " + std::to_string(slots);
     if (bytes < 32 || bytes > 32768 || bytes % 8 != 0)

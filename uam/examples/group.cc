@@ -88,11 +88,14 @@ void Group::progress() {
   const int n = ep_.poll();
   if (n < 0) throw std::runtime_error("device error while polling the endpoint");
   if (n > 0) {
-    idle_ = 0;
+    idle_ = false;
     return;
   }
   const std::uint64_t now = core::CycleClock::now();
-  if (++idle_ == 1) idle_since_ = now;
+  if (!idle_) {
+    idle_ = true;
+    idle_since_ = now;
+  }
   if (now - idle_since_ < spin_ticks_) return;
   if (now - idle_since_ < yield_ticks_) {
     sched_yield();
@@ -101,7 +104,7 @@ void Group::progress() {
   const Status s = ep_.wait(kSleep);
   if (s != Status::kOk && s != Status::kTimeout)
     throw std::runtime_error("waiting on the endpoint failed: " + status_text(s));
-  if (s == Status::kOk) idle_ = 0;
+  if (s == Status::kOk) idle_ = false;
 }
 
 void Group::flush() {

@@ -62,8 +62,8 @@ class Group {
     }
   }
   // One step of progress: poll; after idle polls for a round trip and more, yield the CPU between
-  // polls for a few milliseconds, then sleep on the completion channel (ranks share the CPUs). Throws on a device
-  // error or a failed operation.
+  // polls for a few milliseconds, then sleep on the completion channel (ranks share the CPUs).
+  // Throws on a device error or a failed operation.
   void progress();
   // Posts what request(), store() and get() queued (uam sends them at the next poll or flush).
   void flush();
@@ -128,8 +128,8 @@ class Group {
   std::uint64_t patience_;  // timeout_ in cycle-counter ticks
   std::uint64_t spin_ticks_;     // kSpinFor (group.cc) in cycle-counter ticks
   std::uint64_t yield_ticks_;    // kSpinFor + kYieldFor
-  std::uint32_t idle_ = 0;       // polls in a row that found nothing to do
-  std::uint64_t idle_since_ = 0;  // when the first of them ran, in ticks
+  bool idle_ = false;             // the last poll found nothing to do
+  std::uint64_t idle_since_ = 0;  // when the first of the polls in a row that found nothing ran
   std::string failure_;     // the first failed operation, if any
   std::uint64_t arrivals_ = 0, releases_ = 0, epoch_ = 0;
   std::uint64_t kill_epoch_ = 0;  // kill_at_barrier()
