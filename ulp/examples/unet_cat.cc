@@ -1,12 +1,13 @@
 // unet_cat: netcat over a ulp stream — copies stdin to the stream and the stream to stdout.
 //
-//   unet_cat -l PORT [-d DEVICE] [-g GID_INDEX]          listen
-//   unet_cat HOST PORT [-d DEVICE] [-g GID_INDEX]        connect
+//   unet_cat -l PORT [-d DEVICE] [-g GID_INDEX] [-v]          listen
+//   unet_cat HOST PORT [-d DEVICE] [-g GID_INDEX] [-v]        connect
 //
 // The two sides swap their UD channel halves over TCP to HOST:PORT (the out-of-band exchange, as
 // perftest does), then the client opens a stream to the server's stream port PORT. Each side
 // sends its stdin and shuts down at its end; it exits 0 once it has written the peer's whole
-// stream to stdout and its own was acknowledged, 1 on any failure (with the reason on stderr).
+// stream to stdout and its own was acknowledged, 1 on any failure (with the reason and the
+// connection's counters on stderr; -v prints the counters after a success too).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -33,7 +34,25 @@ namespace {
   std::exit(1);
 }
 
-void usage() { die("usage: unet_cat -l PORT | unet_cat HOST PORT   [-d DEVICE] [-g GID_INDEX]"); }
+// The connection's counters on stderr, after a failure or with -v at the end: how much passed and
+// how often the timers fired.
+void report(const ulp::StreamEndpoint& ep, ulp::ConnId conn) {
+  const std::optional<ulp::StreamStats> s = ep.stats(conn);
+  if (!s) return;
+  std::fprintf(stderr,
+               "unet_cat: sent %llu B, received %llu B; segments %llu out, %llu in, "
+               "%llu resent (%llu timeouts, %llu fast); srtt %.3f ms, rto %.3f ms\n",
+               static_cast<unsigned long long>(s->bytes_sent),
+               static_cast<unsigned long long>(s->bytes_received),
+               static_cast<unsigned long long>(s->segments_sent),
+               static_cast<unsigned long long>(s->segments_received),
+               static_cast<unsigned long long>(s->retransmitted_segments),
+               static_cast<unsigned long long>(s->timeouts),
+               static_cast<unsigned long long>(s->fast_retransmits), s->srtt.count() / 1e6,
+               s->rto.count() / 1e6);
+}
+
+void usage() { die("usage: unet_cat -l PORT | unet_cat HOST PORT   [-d DEVICE] [-g GID_INDEX] [-v]"); }
 
 bool write_all(int fd, const std::byte* p, std::size_t n) {
   while (n > 0) {
@@ -51,11 +70,12 @@ int main(int argc, char** argv) {
   std::string host, device;
   std::optional<std::uint32_t> gid;
   long port = -1;
-  bool listen = false;
+  bool listen = false, verbose = false;
   std::vector<std::string> rest;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-l") listen = true;
+    else if (a == "-v") verbose = true;
     else if (a == "-d" && i + 1 < argc) device = argv[++i];
     else if (a == "-g" && i + 1 < argc) gid = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
     else rest.push_back(a);
@@ -100,8 +120,18 @@ int main(int argc, char** argv) {
     std::vector<std::byte> in(64 * 1024), out(64 * 1024);
     std::size_t pending = 0, off = 0;
     bool stdin_done = false, shut = false, peer_done = false;
+    ulp::StreamState st = ulp::StreamState::kEstablished;
+    auto entered = std::chrono::steady_clock::now();  // when `st` began
+    const auto fail = [&](const std::string& why) {
+      const auto in_st = std::chrono::steady_clock::now() - entered;
+      std::fprintf(stderr, "unet_cat: %s after %lld ms in %s\n", why.c_str(),
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(in_st).count()),
+                   std::string(to_string(st)).c_str());
+      report(ep, conn);
+      std::exit(1);
+    };
     for (;;) {
-      if (ep.poll() < 0) die("device error");
+      if (ep.poll() < 0) fail("device error");
       bool busy = false;
       if (!stdin_done && pending == 0) {
         const ssize_t r = ::read(0, in.data(), in.size());
@@ -111,31 +141,36 @@ int main(int argc, char** argv) {
       if (pending > 0) {
         std::size_t took = 0;
         const Status s = ep.send(conn, std::span(in).subspan(off, pending), took);
-        if (s != Status::kOk && s != Status::kNoResource) die(std::string("send: ") + std::string(to_string(s)));
+        if (s != Status::kOk && s != Status::kNoResource) fail(std::string("send: ") + std::string(to_string(s)));
         off += took, pending -= took, busy |= took > 0;
       }
       if (stdin_done && pending == 0 && !shut) {
-        if (ep.shutdown(conn) != Status::kOk) die("shutdown failed");
+        if (ep.shutdown(conn) != Status::kOk) fail("shutdown failed");
         shut = true;
       }
       std::size_t got = 0;
       const Status r = ep.recv(conn, out, got);
       if (r == Status::kOk) {
-        if (!write_all(1, out.data(), got)) die("stdout write failed");
+        if (!write_all(1, out.data(), got)) fail("stdout write failed");
         busy = true;
       } else if (r == Status::kClosed) {
         peer_done = true;
       } else if (r != Status::kNoResource) {
-        die(std::string("recv: ") + std::string(to_string(r)));
+        fail(std::string("recv: ") + std::string(to_string(r)));
       }
-      ulp::StreamState st;
-      if (ep.state(conn, st) != Status::kOk) die("connection lost");
+      ulp::StreamState now;
+      if (ep.state(conn, now) != Status::kOk) fail("connection lost");
+      if (now != st && now != ulp::StreamState::kClosed) {  // the last state before closing or failing
+        st = now;
+        entered = std::chrono::steady_clock::now();
+      }
       // Done once both directions are closed and TIME_WAIT is over: until then a lost final ACK
       // is answered again, and leaving earlier could take the last ACK down with the process
       // before the device sent it (the peer would then wait for it until its dead-peer timeout).
-      if (peer_done && shut && st == ulp::StreamState::kClosed) break;
+      if (peer_done && shut && now == ulp::StreamState::kClosed) break;
       if (!busy) std::this_thread::sleep_for(20us);
     }
+    if (verbose) report(ep, conn);
     (void)ep.close(conn);
     return 0;
   } catch (const std::exception& e) {

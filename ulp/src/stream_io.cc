@@ -190,7 +190,9 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
   const std::uint32_t flight = c.flight();
   if (seq_lt(c.snd_una, h.ack)) {
     c.dup_count = 0;
-    const bool fin_acked = c.fin_sent && h.ack == c.snd_end + 1;
+    // Only a FIN sent makes snd_max pass snd_end. Not fin_sent: a timeout clears it to send the
+    // FIN again, and the ACK of the first one may come before that.
+    const bool fin_acked = c.fin_queued && h.ack == c.snd_end + 1;
     const std::uint32_t acked = h.ack - c.snd_una;
     c.snd_una = h.ack;
     c.sacked.drop_below(c.snd_una);
@@ -210,7 +212,10 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
     }
     c.expiries = 0;
     c.rto_deadline = c.flight() > 0 ? now() + c.rtt.rto() : Time{};
-    if (fin_acked) step(c, StreamEvent::kRecvAckOfFin);
+    if (fin_acked) {
+      c.fin_sent = true;
+      step(c, StreamEvent::kRecvAckOfFin);
+    }
     return;
   }
   // h.ack == snd_una: a duplicate ack if it carries nothing else and data is outstanding.
