@@ -8,6 +8,7 @@
 #include "endpoint_impl.h"
 #include "ring_offer.h"
 #include "unet/verbs/error.h"
+#include "unet/verbs/ud_source.h"
 
 namespace unet::core {
 
@@ -39,6 +40,13 @@ std::uint64_t random_nonce() {
   return n;
 }
 
+// A UD peer's second tag on InfiniBand, for its packets without a GRH (verbs/ud_source.h); qpn
+// 0 (no tag) on other links or without a LID.
+UdTag lid_tag(verbs::LinkLayer link, std::uint32_t qpn, std::uint16_t lid) noexcept {
+  if (link != verbs::LinkLayer::kInfiniBand || lid == 0) return {};
+  return UdTag{qpn, verbs::lid_gid(lid)};
+}
+
 }  // namespace
 
 Endpoint::Endpoint(const EndpointConfig& config)
@@ -56,6 +64,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
   v_->path.sgid_index = static_cast<std::uint8_t>(v_->gid.index);
   verbs::PortInfo port = v_->ctx->port(config_.port);
   v_->path.mtu = port.active_mtu;
+  v_->link = port.link_layer;
   v_->path.timeout = config_.ack_timeout;
   v_->path.retry_cnt = config_.retry_count;
   v_->path.rnr_retry = config_.rnr_retry;
@@ -211,6 +220,13 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     ch.peer = UdTag{remote.qpn, remote.gid};
     if (v_->tags.add(ch.peer, id) != Status::kOk)
       verbs::throw_error("accept_offer", "endpoint", EEXIST, "a channel to this peer QP exists already");
+    // On InfiniBand the peer's packets may come without a GRH: its LID names it then.
+    ch.peer_lid = remote.lid;
+    if (const UdTag by_lid = lid_tag(v_->link, ch.peer.qpn, remote.lid);
+        by_lid.qpn != 0 && v_->tags.add(by_lid, id) != Status::kOk) {
+      (void)v_->tags.remove(ch.peer);
+      verbs::throw_error("accept_offer", "endpoint", EEXIST, "a channel to this peer QP exists already");
+    }
   }
   ch.state = Channel::State::kOpen;
   return id;
@@ -241,6 +257,8 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
     return s;
   } else {
     (void)v_->tags.remove(ch.peer);
+    if (const UdTag by_lid = lid_tag(v_->link, ch.peer.qpn, ch.peer_lid); by_lid.qpn != 0)
+      (void)v_->tags.remove(by_lid);
   }
   return Status::kOk;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "endpoint_impl.h"
+#include "unet/verbs/ud_source.h"
 
 namespace unet::core {
 
@@ -417,11 +418,19 @@ UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
   (void)buffers_.arrived(b);
   ChannelId ch = kNoChannel;
   std::uint32_t len = 0;
+  bool no_source = false;  // UD without a GRH where that names no one: counted apart
   if (wc.status == IBV_WC_SUCCESS) {
     if (config_.transport == Transport::kUd) {
       const auto* grh = reinterpret_cast<const std::uint8_t*>(
           segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes + std::size_t{b} * kGrhSlot);
-      ch = v_->tags.find(UdTag{wc.src_qp, verbs::grh_source_gid(grh)});
+      const std::optional<verbs::Gid> from =
+          verbs::ud_source((wc.wc_flags & IBV_WC_GRH) != 0, v_->link, wc.slid, grh);
+      if (from) [[likely]] {
+        ch = v_->tags.find(UdTag{wc.src_qp, *from});
+      } else {
+        no_source = true;
+        ++stats_.no_grh_drops;
+      }
       len = wc.byte_len >= verbs::kGrhBytes ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes) : 0;
     } else {
       if (wc.qp_num != last_rc_qpn_) {  // a run of arrivals on one QP looks its tag up once
@@ -432,8 +441,11 @@ UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
       len = wc.byte_len;
     }
     if (ch != kNoChannel && channels_[ch]->state != Channel::State::kOpen) ch = kNoChannel;
-    if (ch == kNoChannel) ++stats_.unknown_tag_drops;
-    else if (RingChannel* r = channels_[ch]->ring.get()) ring_before_send(*r);
+    if (ch != kNoChannel) {
+      if (RingChannel* r = channels_[ch]->ring.get()) ring_before_send(*r);
+    } else if (!no_source) {
+      ++stats_.unknown_tag_drops;
+    }
   } else [[unlikely]] {
     arrival_failed(i);  // endpoint_recover.cc
   }

@@ -96,8 +96,11 @@ struct Endpoint::Verbs {
   std::unique_ptr<verbs::CmListener> listener;               // listen_cm()
   verbs::GidEntry gid;
   verbs::PathParams path;
-  ChannelTable tags;  // arrival tag -> channel
-  explicit Verbs(std::uint32_t max_channels) : tags(max_channels) {}
+  // Arrival tag -> channel. A UD channel on InfiniBand holds two tags: the peer's GID and its LID
+  // key (verbs/ud_source.h), for packets that come with a GRH and without one.
+  ChannelTable tags;
+  verbs::LinkLayer link = verbs::LinkLayer::kUnknown;  // the endpoint's port's
+  explicit Verbs(std::uint32_t max_channels) : tags(2 * max_channels) {}
   // Post lists, built in place: no allocation on the data path.
   ibv_send_wr swr[kBatch];
   ibv_sge ssge[kBatch][3];  // a send's head slot and payload, or its one buffer; a ring
@@ -121,6 +124,7 @@ struct Endpoint::Channel {
   std::uint32_t remote_qpn = 0;
   std::uint32_t remote_qkey = 0;
   UdTag peer;
+  std::uint16_t peer_lid = 0;  // UD on InfiniBand: its LID tag (lid_tag in endpoint.cc)
   verbs::QueuePair* rc_qp() noexcept { return qp ? qp.get() : cm ? &cm->qp() : nullptr; }
 };
 

@@ -14,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 
 // Everything the target's device handed to core, whatever became of it.
 std::uint64_t arrivals(const core::EndpointStats& s) {
-  return s.received + s.upcalls + s.unknown_tag_drops + s.recv_overflow_drops + s.recv_errors;
+  return s.received + s.upcalls + s.unknown_tag_drops + s.no_grh_drops + s.recv_overflow_drops + s.recv_errors;
 }
 
 std::uint64_t splitmix(std::uint64_t x) {
@@ -240,6 +240,7 @@ std::string run(Target& t, const Options& o) {
   }
   EXPECT_EQ(s.unknown_tag_drops - t0.unknown_tag_drops, tally.stranger) << t.name();
   EXPECT_EQ(s.recv_overflow_drops - t0.recv_overflow_drops, 0u) << t.name();
+  EXPECT_EQ(s.no_grh_drops, 0u) << t.name() << ": RoCE carries a GRH on every UD packet";
   EXPECT_EQ(legit.stats().send_errors - l0.send_errors, 0u) << t.name() << ": legitimate sends failed";
   EXPECT_TRUE(t.legit_done()) << t.name();
 

@@ -9,7 +9,8 @@
 // such a UD send without sending it; longer than the target's buffer is a receive error at the
 // target) and, for the packets that reach the layer, from the layer's own public codec; the
 // target's counters must then match exactly:
-//   core   arrivals (received + upcalls + unknown_tag_drops + recv_overflow_drops + recv_errors)
+//   core   arrivals (received + upcalls + unknown_tag_drops + no_grh_drops + recv_overflow_drops +
+//          recv_errors)
 //          == the legitimate peer's packets + the hostile packets on the wire; recv_errors == the
 //          oversize ones; UD qp_recoveries == recv_errors; RC: each oversize one fails its channel
 //          and the hostile peer gets a new one.

@@ -130,6 +130,9 @@ struct EndpointStats {
   std::uint64_t received = 0;           // descriptors put on the receive queue
   std::uint64_t inline_received = 0;    // ... of which copied into the descriptor
   std::uint64_t unknown_tag_drops = 0;  // arrivals for no open channel, dropped
+  // UD arrivals without a GRH where nothing else names the sender (RoCE; IB with no source LID),
+  // dropped: their buffer's GRH slot holds an earlier packet's (verbs/ud_source.h).
+  std::uint64_t no_grh_drops = 0;
   std::uint64_t recv_overflow_drops = 0;  // arrivals dropped because the receive queue was full
   std::uint64_t send_errors = 0;        // sends completed with an error
   std::uint64_t doorbells = 0;          // post_send calls (each may carry many descriptors)
