@@ -18,8 +18,8 @@ namespace {
 
 EndpointConfig checked(EndpointConfig c) {
   if (c.buffers == 0 || c.buffer_bytes == 0 || c.send_queue_depth == 0 || c.recv_queue_depth == 0 ||
-      c.max_channels == 0 || c.signal_interval == 0)
-    verbs::throw_error("Endpoint", "config", EINVAL, "sizes and depths must be positive");
+      c.max_channels == 0 || c.signal_interval == 0 || c.max_reads == 0)
+    verbs::throw_error("Endpoint", "config", EINVAL, "sizes, depths and max_reads must be positive");
   if (c.free_queue_depth == 0 || c.free_queue_depth >= c.buffers)
     verbs::throw_error("Endpoint", "config", EINVAL,
                        "free_queue_depth must be at least 1 and leave buffers to send from");
@@ -65,6 +65,9 @@ Endpoint::Endpoint(const EndpointConfig& config)
   verbs::PortInfo port = v_->ctx->port(config_.port);
   v_->path.mtu = port.active_mtu;
   v_->link = port.link_layer;
+  v_->path.max_rd_atomic = config_.max_reads;  // verbs clamps both to the device
+  v_->path.max_dest_rd_atomic = 255;
+  max_rdma_ = port.max_msg_sz == 0 ? kMaxRdma : std::min<std::uint64_t>(port.max_msg_sz, kMaxRdma);
   v_->path.timeout = config_.ack_timeout;
   v_->path.retry_cnt = config_.retry_count;
   v_->path.rnr_retry = config_.rnr_retry;

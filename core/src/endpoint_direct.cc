@@ -50,7 +50,7 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   } else {
     if (config_.transport != Transport::kRc) return Status::kInvalidState;  // one-sided needs RC
     // Refuse what cannot be inside the window (the peer's device would refuse it anyway).
-    if (len > (1u << 31) || offset > token->length || len > token->length - offset) return Status::kInvalidArgument;
+    if (len > max_rdma_ || offset > token->length || len > token->length - offset) return Status::kInvalidArgument;
   }
   std::uint32_t slot = 0;
   if (!v_->free_ops->pop_into(slot)) return Status::kNoResource;

@@ -47,6 +47,9 @@ constexpr std::uint64_t send_wr_id(std::uint32_t lane, std::uint32_t seq) noexce
 // What an in-flight send holds: a buffer, kNoBuffer (inline), or kOpBit | an op slot
 // (direct-access operation).
 inline constexpr std::uint32_t kOpBit = 1u << 31;
+// The largest one-sided operation whatever the port says: an op's length is 32 bits, and the
+// RDMA length field of a packet header too.
+inline constexpr std::uint64_t kMaxRdma = std::uint64_t{1} << 31;
 
 // Registrations for the cache: one verbs MR per cached range, local access only.
 struct MrRegistrar {

@@ -11,6 +11,7 @@
 
 #include "endpoint_support.h"
 #include "unet/core/endpoint.h"
+#include "unet/verbs/device.h"
 
 namespace unet::core {
 namespace {
@@ -55,8 +56,10 @@ class Direct : public ::testing::Test {
   ChannelId ab_ = kNoChannel, ba_ = kNoChannel;
 };
 
-TEST_F(Direct, WriteAndReadUnregisteredMemoryUpTo16MiB) {
-  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, std::size_t{16} << 20}) {
+// Up to 16 MiB, or the port's largest message when that is less (rxe says 8 MiB).
+TEST_F(Direct, WriteAndReadUnregisteredMemoryUpToTheLargestMessage) {
+  const auto largest = static_cast<std::size_t>(std::min<std::uint64_t>(16u << 20, a_->max_rdma()));
+  for (std::size_t size : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, largest}) {
     std::vector<std::uint8_t> src(size), window(size, 0), back(size, 0);
     fill(src, static_cast<std::uint8_t>(size));
     RemoteToken token;
@@ -210,6 +213,45 @@ TEST_F(Direct, BadOperationsAreRefusedBeforeAnythingIsQueued) {
   base.mode = Mode::kBaseLevel;
   Endpoint plain(base);
   EXPECT_EQ(plain.grant(window.data(), 16, kRemoteWrite, token), Status::kInvalidState);
+}
+
+// The largest WRITE or READ is the port's max_msg_sz (at most 2 GiB): one byte more is refused
+// here, before the device would fail the channel with it (mlx5 says 1 GiB, rxe 2 GiB).
+TEST_F(Direct, OperationsPastThePortsLargestMessageAreRefused) {
+  auto ctx = verbs::Context::open(test::device_name());
+  const std::uint64_t port_max = ctx->port(1).max_msg_sz;
+  ASSERT_GT(port_max, 0u);
+  EXPECT_EQ(a_->max_rdma(), std::min<std::uint64_t>(port_max, std::uint64_t{1} << 31));
+  std::vector<std::uint8_t> window(4096), src(4096);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteRead | kRemoteWrite, token), Status::kOk);
+  RemoteToken huge = token;  // refused locally: the length is never used
+  huge.length = a_->max_rdma() + 4096;
+  EXPECT_EQ(a_->write(ab_, src.data(), a_->max_rdma() + 1, huge, 0, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a_->read(ab_, src.data(), a_->max_rdma() + 1, huge, 0, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a_->poll(), 0) << "a refused operation was queued";
+  ASSERT_EQ(a_->write(ab_, src.data(), src.size(), token, 0, 2), Status::kOk) << "the channel works on";
+  EXPECT_EQ(wait_completion().status, Status::kOk);
+}
+
+// Many READs in flight at once (max_reads, 16 by default) all complete with the window's bytes.
+TEST_F(Direct, SixteenReadsInFlightAllCompleteWithTheRightBytes) {
+  constexpr std::size_t kPiece = 64 * 1024, kReads = 16;
+  std::vector<std::uint8_t> window(kPiece * kReads), back(window.size(), 0);
+  fill(window, 41);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteRead, token), Status::kOk);
+  for (std::size_t i = 0; i < kReads; ++i)
+    ASSERT_EQ(a_->read(ab_, back.data() + i * kPiece, kPiece, token, i * kPiece, i), Status::kOk);
+  std::vector<bool> done(kReads, false);
+  for (std::size_t i = 0; i < kReads; ++i) {
+    const OpCompletion c = wait_completion();
+    ASSERT_EQ(c.status, Status::kOk);
+    ASSERT_LT(c.tag, kReads);
+    EXPECT_FALSE(done[c.tag]) << "completed twice: " << c.tag;
+    done[c.tag] = true;
+  }
+  EXPECT_TRUE(same(back.data(), window));
 }
 
 TEST_F(Direct, MemoryThatCannotBeRegisteredIsRefused) {

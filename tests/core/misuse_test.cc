@@ -271,5 +271,17 @@ TEST_P(Misuse, OnlyTheOfferingEndpointAcceptsItsOffer) {
 INSTANTIATE_TEST_SUITE_P(Transports, Misuse, ::testing::Values(Transport::kRc, Transport::kUd),
                          [](const auto& p) { return p.param == Transport::kRc ? "RC" : "UD"; });
 
+// A configuration with no RDMA READ in flight allowed is refused before any device is opened.
+TEST(MisuseConfig, NoReadsInFlightIsRefused) {
+  EndpointConfig c = test::endpoint_config(Transport::kRc);
+  c.max_reads = 0;
+  try {
+    Endpoint e(c);
+    FAIL() << "an endpoint without READs was made";
+  } catch (const verbs::Error& e) {
+    EXPECT_EQ(e.error_number(), EINVAL) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace unet::core

@@ -402,7 +402,9 @@ TEST(UamRc, ChannelsBeyondTheBufferBudgetAreRefused) {
 // Bulk store and get up to 16 MiB between direct-access endpoints: the store handler runs at the
 // receiver with the data in place (checked byte for byte there); the get handler runs here with
 // the data read back.
-TEST(UamRc, StoreAndGetMoveBlocksUpTo16MiB) {
+// Up to 16 MiB, or the port's largest message when that is less (rxe says 8 MiB); one byte more
+// is refused with nothing sent.
+TEST(UamRc, StoreAndGetMoveBlocksUpToTheLargestMessage) {
   UNET_REQUIRE_DEVICE();
   core::EndpointConfig c = net_config(core::Transport::kRc);
   c.mode = core::Mode::kDirectAccess;
@@ -424,7 +426,8 @@ TEST(UamRc, StoreAndGetMoveBlocksUpTo16MiB) {
     return Disposition::kDone;
   }), Status::kOk);
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { completions += s == Status::kOk; });
-  for (std::size_t n : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, std::size_t{16} << 20}) {
+  const auto largest = static_cast<std::size_t>(std::min<std::uint64_t>(16u << 20, p.a.net().max_rdma()));
+  for (std::size_t n : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, largest}) {
     SCOPED_TRACE(n);
     len = n;
     const auto data = pattern(n, n);
@@ -450,6 +453,18 @@ TEST(UamRc, StoreAndGetMoveBlocksUpTo16MiB) {
   EXPECT_EQ(p.a.stats().stores_sent, 4u);
   EXPECT_EQ(p.a.stats().gets_issued, 4u);
   EXPECT_EQ(p.b.stats().requests_handled, 4u);
+
+  std::vector<std::byte> small(64);
+  core::RemoteToken huge;
+  ASSERT_EQ(p.b.net().grant(window.data(), 4096, core::kRemoteRead | core::kRemoteWrite, huge), Status::kOk);
+  huge.length = p.a.net().max_rdma() + 4096;  // refused locally: the length is never used
+  const std::uint64_t args[2] = {1, 0};
+  EXPECT_EQ(p.a.store(p.ab, small.data(), p.a.net().max_rdma() + 1, huge, 0, kStored, args, 3),
+            Status::kInvalidArgument);
+  EXPECT_EQ(p.a.get(p.ab, huge, 0, small.data(), p.a.net().max_rdma() + 1, kGot, {}, 4), Status::kInvalidArgument);
+  EXPECT_EQ(p.a.stats().stores_sent, 4u);
+  EXPECT_EQ(p.a.stats().gets_issued, 4u);
+  EXPECT_EQ(p.a.net().stats().send_errors, 0u);
 }
 
 // An open coalesced packet keeps its send-queue slot: gets issued behind it, until the send

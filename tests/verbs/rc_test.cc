@@ -1,6 +1,7 @@
 // Device: RC SEND/RECV, RDMA WRITE/READ, doorbell batching, UC, and the named errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -144,6 +145,21 @@ TEST_F(Rc, RdmaWriteAndReadMoveBytesOneSided) {
   ASSERT_EQ(verbs::status_of(wc), Status::kOk);
   EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
   EXPECT_TRUE(local.matches(0x77, kN));
+}
+
+// The READ depths asked for are what the QP gets, up to the device's limits (initiator and
+// responder apart: mlx5 allows 16 of each, rxe more).
+TEST_F(Rc, ReadDepthsAreTheAskedOnesClampedToTheDevice) {
+  verbs::PathParams p = path();
+  p.max_rd_atomic = 16;
+  p.max_dest_rd_atomic = 255;
+  connect_pair(*a_, *b_, p);
+  std::uint8_t init = 0, resp = 0;
+  ASSERT_EQ(a_->read_depth(init, resp), Status::kOk);
+  const verbs::DeviceLimits& l = ctx_->limits();
+  EXPECT_EQ(init, std::min<std::uint32_t>(16, l.max_qp_init_rd_atom));
+  EXPECT_EQ(resp, std::min<std::uint32_t>(255, l.max_qp_rd_atom));
+  EXPECT_GT(init, 1) << "rxe and mlx5 both allow more than one READ in flight";
 }
 
 TEST_F(Rc, PostingOnAQpInResetIsInvalidState) {

@@ -43,6 +43,7 @@ DeviceLimits query_limits(ibv_context* ctx, const std::string& name) {
   l.max_mr = static_cast<std::uint32_t>(a.max_mr);
   l.max_mr_size = a.max_mr_size;
   l.max_qp_rd_atom = static_cast<std::uint32_t>(a.max_qp_rd_atom);
+  l.max_qp_init_rd_atom = static_cast<std::uint32_t>(a.max_qp_init_rd_atom);
   l.max_mw = static_cast<std::uint32_t>(a.max_mw);
   l.max_ah = static_cast<std::uint32_t>(a.max_ah);
   l.phys_port_cnt = a.phys_port_cnt;
@@ -120,6 +121,7 @@ PortInfo Context::port(std::uint8_t port) const {
                  : a.link_layer == IBV_LINK_LAYER_INFINIBAND ? LinkLayer::kInfiniBand
                                                              : LinkLayer::kUnknown;
   p.gid_table_len = static_cast<std::uint32_t>(a.gid_tbl_len);
+  p.max_msg_sz = a.max_msg_sz;
   return p;
 }
 

@@ -174,7 +174,7 @@ void QueuePair::to_rts(std::uint32_t sq_psn, const PathParams& path) {
     a.retry_cnt = path.retry_cnt;
     a.rnr_retry = path.rnr_retry;
     a.max_rd_atomic = static_cast<std::uint8_t>(
-        std::min<std::uint32_t>(path.max_rd_atomic, pd_->context().limits().max_qp_rd_atom));
+        std::min<std::uint32_t>(path.max_rd_atomic, pd_->context().limits().max_qp_init_rd_atom));
     mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
   }
   modify(a, mask, QpState::kRts, "RTR->RTS");
@@ -197,6 +197,16 @@ Status QueuePair::refresh_state() noexcept {
     case IBV_QPS_RTS: state_ = QpState::kRts; break;
     default: state_ = QpState::kError; break;  // ERR, SQE, SQD: sends do not go out
   }
+  return Status::kOk;
+}
+
+Status QueuePair::read_depth(std::uint8_t& initiator, std::uint8_t& responder) const noexcept {
+  ibv_qp_attr a{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(qp_, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &init) != 0)
+    return Status::kDeviceError;
+  initiator = a.max_rd_atomic;
+  responder = a.max_dest_rd_atomic;
   return Status::kOk;
 }
 

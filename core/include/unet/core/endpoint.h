@@ -106,6 +106,9 @@ struct EndpointConfig {
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
   std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight
   std::uint32_t max_grants = 64;             // remote tokens outstanding
+  // RC: RDMA READs in flight per channel (positive; clamped to the device: mlx5 allows 16). A
+  // channel takes as many from its peer as its device allows.
+  std::uint8_t max_reads = 16;
 };
 
 // RC ring channels: the bytes one ring channel of an endpoint built from `config` allocates and
@@ -196,6 +199,8 @@ class Endpoint {
   // (UD). Every send path refuses a longer one (kInvalidArgument), send_inline included:
   // inline_threshold() is never above it.
   std::uint32_t max_message() const noexcept { return max_message_; }
+  // The largest RDMA WRITE or READ: the port's max_msg_sz (rxe 2 GiB, mlx5 1 GiB), at most 2 GiB.
+  std::uint64_t max_rdma() const noexcept { return max_rdma_; }
 
   // --- channels (set-up: may throw verbs::Error) ---
   // Starts a channel: RC makes its QP (and, by default, our ring); UD has one QP for all.
@@ -419,6 +424,7 @@ class Endpoint {
   std::uint32_t last_rc_qpn_ = 0;
   ChannelId last_rc_channel_ = kNoChannel;
   std::uint32_t max_message_ = 0;
+  std::uint64_t max_rdma_ = 0;
   std::uint64_t offer_nonce_ = 0;  // in every ChannelOffer this endpoint makes
   std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
   std::uint32_t recovery_wait_ = 0;     // UD: polls before the next recovery attempt

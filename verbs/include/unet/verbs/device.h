@@ -34,6 +34,7 @@ struct PortInfo {
   std::uint16_t lid = 0;
   LinkLayer link_layer = LinkLayer::kUnknown;
   std::uint32_t gid_table_len = 0;
+  std::uint32_t max_msg_sz = 0;  // the largest message (SEND, WRITE, READ) the port carries
 };
 
 // The device limits requested sizes are clamped to.
@@ -47,7 +48,8 @@ struct DeviceLimits {
   std::uint32_t max_srq_sge = 0;
   std::uint32_t max_mr = 0;
   std::uint64_t max_mr_size = 0;
-  std::uint32_t max_qp_rd_atom = 0;
+  std::uint32_t max_qp_rd_atom = 0;       // RDMA READs / atomics in flight to a QP (responder)
+  std::uint32_t max_qp_init_rd_atom = 0;  // ... from a QP (initiator)
   std::uint32_t max_mw = 0;
   std::uint32_t max_ah = 0;  // address handles, device-wide (every process's)
   std::uint8_t phys_port_cnt = 0;

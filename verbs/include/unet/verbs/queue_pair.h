@@ -69,8 +69,10 @@ struct PathParams {
   std::uint8_t timeout = 14;
   std::uint8_t retry_cnt = 6;
   std::uint8_t rnr_retry = 7;  // 7 = retry forever; 0 = fail at the first RNR NAK
-  std::uint8_t max_rd_atomic = 1;       // clamped to the device's max_qp_rd_atom
-  std::uint8_t max_dest_rd_atomic = 1;  // idem
+  // RDMA READs (and atomics) in flight from the QP, clamped to the device's max_qp_init_rd_atom,
+  // and to it, clamped to max_qp_rd_atom. A peer must not start more than we take.
+  std::uint8_t max_rd_atomic = 1;
+  std::uint8_t max_dest_rd_atomic = 1;
 };
 
 // Owner of an ibv_qp (see the top of this file). Holds its PD, CQs and SRQ alive.
@@ -112,6 +114,9 @@ class QueuePair {
   // Reads the state the device has the QP in (it moves a QP to ERROR by itself on a failure) into
   // the cached state(); SQE and SQD read as kError. kDeviceError when the query fails. A slow path.
   Status refresh_state() noexcept;
+  // RC: the READs the QP may have in flight as initiator and take as responder, as the device
+  // set them (ibv_query_qp). kDeviceError when the query fails. A slow path.
+  Status read_depth(std::uint8_t& initiator, std::uint8_t& responder) const noexcept;
   // RESET -> INIT -> RTR -> RTS, sending with `local.psn` and receiving from `remote`.
   void connect(const ConnectionInfo& local, const ConnectionInfo& remote, const PathParams& path);
 
