@@ -332,6 +332,8 @@ ChannelId Endpoint::open_cm(std::chrono::milliseconds timeout, const ChannelOpti
     p.timeout = timeout;
     p.retry_count = config_.retry_count;
     p.rnr_retry_count = config_.rnr_retry;
+    p.initiator_depth = config_.max_reads;  // clamped by verbs, as below
+    p.responder_resources = 255;            // all the device takes
     p.private_data = ring_grant(*ch);
     ch->cm = connect(p);
     open_cm_ring(*ch, id);

@@ -1,6 +1,7 @@
 // Device: rdma_cm listen/connect/accept/disconnect between two threads, and flush on disconnect.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 
 #include "unet/verbs/connection_manager.h"
@@ -62,6 +63,32 @@ TEST_F(Cm, ConnectAcceptExchangeAndDisconnect) {
   wc = wait_one(*server_cq_);
   EXPECT_EQ(wc.wr_id, 77u);
   EXPECT_EQ(verbs::status_of(wc), Status::kFlushed);
+}
+
+// READ depths over rdma_cm: the accepting end settles both directions within what each end asked
+// and its device allows; the connecting end gets the mirror image.
+TEST_F(Cm, ReadDepthsAreNegotiatedWithinTheDeviceAndThePeer) {
+  verbs::CmListener listener(cm_address(), 0);
+  verbs::CmParams server_p;
+  server_p.responder_resources = 255;
+  server_p.initiator_depth = 255;
+  verbs::CmParams client_p;
+  client_p.responder_resources = 2;  // the client takes 2 (a power of two: rxe rounds up)
+  client_p.initiator_depth = 16;
+  auto server = std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_, server_p); });
+  auto client = verbs::cm_connect(cm_address(), listener.port(), pd_, config_, client_p);
+  auto sconn = server.get();
+  const verbs::DeviceLimits& l = ctx_->limits();
+  std::uint8_t c_init = 0, c_resp = 0, s_init = 0, s_resp = 0;
+  ASSERT_EQ(client->qp().read_depth(c_init, c_resp), Status::kOk);
+  ASSERT_EQ(sconn->qp().read_depth(s_init, s_resp), Status::kOk);
+  EXPECT_EQ(c_init, std::min<std::uint32_t>(16, l.max_qp_init_rd_atom));
+  EXPECT_EQ(s_resp, c_init) << "what the client issues, the server takes";
+  EXPECT_EQ(s_init, 2) << "the server issues more READs than the client takes";
+  EXPECT_EQ(c_resp, 2);
+  auto peer = std::async(std::launch::async, [&] { return sconn->wait_disconnected(10s); });
+  client->disconnect(10s);
+  EXPECT_EQ(peer.get(), Status::kOk);
 }
 
 TEST_F(Cm, ConnectToNoListenerFailsWithinTheTimeout) {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -66,14 +67,23 @@ void expect_event(rdma_event_channel* ch, rdma_cm_event_type expected,
                     rdma_event_str(out.ev->event));
 }
 
-rdma_conn_param conn_param(const CmParams& p, const std::string& object) {
+// The parameters of a connect or accept; READ depths clamped to the device (librdmacm refuses
+// more) and, for an accept, to the request's: the accept decides both ends' depths (the
+// connecting end issues what we take, and takes what we issue). A request event states the
+// peer's depths from our side: initiator_depth is what it takes, responder_resources what it
+// issues.
+rdma_conn_param conn_param(const CmParams& p, const ProtectionDomain& pd, const std::string& object,
+                           std::uint8_t peer_takes = 255, std::uint8_t peer_issues = 255) {
   rdma_conn_param c{};
+  const DeviceLimits& l = pd.context().limits();
   if (p.private_data.size() > 196)
     throw_error("rdma_cm", object, EINVAL, "private data longer than 196 bytes");
   c.private_data = p.private_data.empty() ? nullptr : p.private_data.data();
   c.private_data_len = static_cast<std::uint8_t>(p.private_data.size());
-  c.responder_resources = p.responder_resources;
-  c.initiator_depth = p.initiator_depth;
+  c.responder_resources = static_cast<std::uint8_t>(
+      std::min<std::uint32_t>({p.responder_resources, l.max_qp_rd_atom, peer_issues}));
+  c.initiator_depth = static_cast<std::uint8_t>(
+      std::min<std::uint32_t>({p.initiator_depth, l.max_qp_init_rd_atom, peer_takes}));
   c.retry_count = p.retry_count;
   c.rnr_retry_count = p.rnr_retry_count;
   return c;
@@ -166,15 +176,18 @@ std::unique_ptr<CmConnection> CmListener::accept(std::shared_ptr<ProtectionDomai
                                                  const QpConfig& config, const CmParams& params) {
   std::string object = "rdma_cm listener :" + std::to_string(port());
   std::unique_ptr<CmConnection> conn(new CmConnection());
+  std::uint8_t peer_takes = 0, peer_issues = 0;
   {
     Event ev;
     expect_event(channel_, RDMA_CM_EVENT_CONNECT_REQUEST, params.timeout, object, ev);
     conn->id_ = ev.ev->id;  // a new id for this connection
     conn->peer_data_ = private_data_of(ev.ev);
+    peer_takes = ev.ev->param.conn.initiator_depth;
+    peer_issues = ev.ev->param.conn.responder_resources;
   }
   try {
+    rdma_conn_param c = conn_param(params, *pd, object, peer_takes, peer_issues);
     conn->create_qp(std::move(pd), config);
-    rdma_conn_param c = conn_param(params, object);
     if (rdma_accept(conn->id_, &c) != 0) throw_error("rdma_accept", object, errno);
     Event ev;
     expect_event(channel_, RDMA_CM_EVENT_ESTABLISHED, params.timeout, object, ev);
@@ -210,8 +223,8 @@ std::unique_ptr<CmConnection> cm_connect(std::string_view host, std::uint16_t po
     Event ev;
     expect_event(conn->channel_, RDMA_CM_EVENT_ROUTE_RESOLVED, params.timeout, object, ev);
   }
+  rdma_conn_param c = conn_param(params, *pd, object);
   conn->create_qp(std::move(pd), config);
-  rdma_conn_param c = conn_param(params, object);
   if (rdma_connect(conn->id_, &c) != 0) throw_error("rdma_connect", object, errno);
   Event ev;
   expect_event(conn->channel_, RDMA_CM_EVENT_ESTABLISHED, params.timeout, object, ev);

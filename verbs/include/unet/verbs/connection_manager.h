@@ -25,6 +25,10 @@ namespace unet::verbs {
 // Timeouts and the RC parameters rdma_cm negotiates for a connection.
 struct CmParams {
   std::chrono::milliseconds timeout{5000};  // per step (resolve, connect, accept, disconnect)
+  // RDMA READs the connection takes from the peer and issues to it, clamped to the device
+  // (max_qp_rd_atom, max_qp_init_rd_atom). The accepting end decides for both: it takes no more
+  // than the request says the peer issues and issues no more than it says the peer takes, and
+  // the connecting end gets the mirror image (the IB CM's rule).
   std::uint8_t responder_resources = 1;
   std::uint8_t initiator_depth = 1;
   std::uint8_t retry_count = 6;  // not 7: rxe retries forever at 7 (see PathParams::retry_cnt)
