@@ -46,6 +46,10 @@ DEFINE_string(d, "", "RDMA device (default: the first; under mpirun -np 2, UNET_
 DEFINE_int32(i, 1, "port of the device");
 DEFINE_int32(x, -1, "GID index (default: chosen like perftest)");
 DEFINE_int32(p, 18515, "TCP port of the out-of-band session (and of rdma_cm with -R)");
+DEFINE_int32(S, 0, "service level of the paths and address handles (0..15), as perftest's -S");
+DEFINE_int32(T, 0,
+             "traffic class of the GRH (RoCE: DSCP << 2 | ECN), and with -R the connection's type "
+             "of service, as perftest's -T");
 DEFINE_int64(
     s, 2,
     "message size in bytes (default 2 for *_lat, 65536 for *_bw); am_*: the payload, up to "
@@ -112,6 +116,8 @@ RawFlags raw_flags(int argc, char** argv) {
   f.ib_port = FLAGS_i;
   f.gid_index = FLAGS_x;
   f.tcp_port = FLAGS_p;
+  f.sl = FLAGS_S;
+  f.traffic_class = FLAGS_T;
   if (!is_default("s")) f.size = FLAGS_s;
   f.all_sizes = FLAGS_a;
   if (!is_default("n")) f.iterations = FLAGS_n;
@@ -142,8 +148,7 @@ RawFlags raw_flags(int argc, char** argv) {
 std::tuple<std::uint32_t, std::uint32_t, std::uint32_t> probe_device(const PerfConfig& c) {
   core::EndpointConfig e;
   e.device = c.device;
-  e.port = c.ib_port;
-  e.gid_index = c.gid_index;
+  place(c, e);
   e.transport = c.transport;
   if (c.inline_size) e.inline_threshold = e.inline_post_limit = *c.inline_size;
   e.buffers = 2;

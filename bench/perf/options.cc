@@ -114,6 +114,10 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   if (f.gid_index >= 0) c.gid_index = static_cast<std::uint32_t>(f.gid_index);
   if (f.tcp_port < 1 || f.tcp_port > 65535) return range_error("-p", f.tcp_port, 1, 65535);
   c.tcp_port = static_cast<std::uint16_t>(f.tcp_port);
+  if (f.sl < 0 || f.sl > 15) return range_error("-S", f.sl, 0, 15);
+  c.sl = static_cast<std::uint8_t>(f.sl);
+  if (f.traffic_class < 0 || f.traffic_class > 255) return range_error("-T", f.traffic_class, 0, 255);
+  c.traffic_class = static_cast<std::uint8_t>(f.traffic_class);
 
   if (f.connection.empty()) {
     c.transport = c.is_ulp() ? core::Transport::kUd : core::Transport::kRc;

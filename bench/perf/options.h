@@ -60,6 +60,8 @@ struct RawFlags {
   std::int64_t ib_port = 1;                 // -i
   std::int64_t gid_index = -1;              // -x (-1: choose like perftest)
   std::int64_t tcp_port = 18515;            // -p
+  std::int64_t sl = 0;                      // -S
+  std::int64_t traffic_class = 0;           // -T
   std::optional<std::int64_t> size;         // -s
   bool all_sizes = false;                   // -a
   std::optional<std::int64_t> iterations;   // -n
@@ -89,6 +91,8 @@ struct PerfConfig {
   std::uint8_t ib_port = 1;
   std::optional<std::uint32_t> gid_index;
   std::uint16_t tcp_port = 18515;
+  std::uint8_t sl = 0;             // service level (-S)
+  std::uint8_t traffic_class = 0;  // GRH traffic class and rdma_cm type of service (-T)
   std::vector<std::uint32_t> sizes;  // one (-s) or 2 .. 8 MiB (-a; am_*: 2 .. the payload limit;
                                      // dgram_lat: 2 .. 64 KiB)
   bool all_sizes = false;

@@ -150,6 +150,8 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
   else
     w.null();
   w.key("tcp_port").value(std::uint32_t{c.tcp_port});
+  w.key("sl").value(std::uint32_t{c.sl});
+  w.key("traffic_class").value(std::uint32_t{c.traffic_class});
   w.key("all_sizes").value(c.all_sizes);
   w.key("sizes").begin_array();
   for (std::uint32_t s : c.sizes) w.value(s);

@@ -16,11 +16,17 @@ void ring_geometry(const PerfConfig& c, core::EndpointConfig& e) {
 
 }  // namespace
 
-core::EndpointConfig endpoint_config(const PerfConfig& c, std::uint32_t size) {
-  core::EndpointConfig e;
+void place(const PerfConfig& c, core::EndpointConfig& e) {
   e.device = c.device;
   e.port = c.ib_port;
   e.gid_index = c.gid_index;
+  e.service_level = c.sl;
+  e.traffic_class = c.traffic_class;
+}
+
+core::EndpointConfig endpoint_config(const PerfConfig& c, std::uint32_t size) {
+  core::EndpointConfig e;
+  place(c, e);
   e.transport = c.transport;
   e.mode = c.mode;
   // -I is perftest's largest IBV_SEND_INLINE size: messages up to it ride inside the descriptor
@@ -60,9 +66,7 @@ std::uint32_t am_receive_budget(std::uint32_t window) noexcept {
 
 core::EndpointConfig am_endpoint_config(const PerfConfig& c, std::uint32_t size) {
   core::EndpointConfig e;
-  e.device = c.device;
-  e.port = c.ib_port;
-  e.gid_index = c.gid_index;
+  place(c, e);
   e.transport = c.transport;
   e.mode = core::Mode::kBaseLevel;
   ring_geometry(c, e);
@@ -118,9 +122,7 @@ std::string fit_am_sizes(PerfConfig& c, std::uint32_t limit) {
 
 core::EndpointConfig ulp_endpoint_config(const PerfConfig& c) {
   core::EndpointConfig e;
-  e.device = c.device;
-  e.port = c.ib_port;
-  e.gid_index = c.gid_index;
+  place(c, e);
   e.transport = c.transport;
   e.mode = c.mode;  // direct: stream_bw's zero-copy sends
   ring_geometry(c, e);

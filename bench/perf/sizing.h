@@ -11,6 +11,9 @@
 
 namespace unet::perf {
 
+// Where every endpoint of the run is: device, port, GID index, service level, traffic class.
+void place(const PerfConfig& c, core::EndpointConfig& e);
+
 // The endpoint for one message size: base-level tests get buffers large enough for the message
 // (fewer of them as they grow, so that a segment stays within 16 MiB for latency and 32 MiB for
 // bandwidth, and at least 4 buffers), half of them on the free queue; direct-access tests a small

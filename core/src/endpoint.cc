@@ -20,6 +20,8 @@ EndpointConfig checked(EndpointConfig c) {
   if (c.buffers == 0 || c.buffer_bytes == 0 || c.send_queue_depth == 0 || c.recv_queue_depth == 0 ||
       c.max_channels == 0 || c.signal_interval == 0 || c.max_reads == 0)
     verbs::throw_error("Endpoint", "config", EINVAL, "sizes, depths and max_reads must be positive");
+  if (c.service_level > 15)
+    verbs::throw_error("Endpoint", "config", EINVAL, "service_level must be 0..15");
   if (c.free_queue_depth == 0 || c.free_queue_depth >= c.buffers)
     verbs::throw_error("Endpoint", "config", EINVAL,
                        "free_queue_depth must be at least 1 and leave buffers to send from");
@@ -65,6 +67,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
   verbs::PortInfo port = v_->ctx->port(config_.port);
   v_->path.mtu = port.active_mtu;
   v_->link = port.link_layer;
+  v_->path.sl = config_.service_level;
+  v_->path.traffic_class = config_.traffic_class;
   v_->path.max_rd_atomic = config_.max_reads;  // verbs clamps both to the device
   v_->path.max_dest_rd_atomic = 255;
   max_rdma_ = port.max_msg_sz == 0 ? kMaxRdma : std::min<std::uint64_t>(port.max_msg_sz, kMaxRdma);
@@ -216,6 +220,8 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     rp.gid = remote.gid;
     rp.sgid_index = v_->path.sgid_index;
     rp.port = config_.port;
+    rp.sl = config_.service_level;
+    rp.traffic_class = config_.traffic_class;
     ch.ah = std::make_unique<verbs::AddressHandle>(v_->pd, rp);
     ch.remote_qpn = remote.qpn;
     ch.remote_qkey = remote.qkey;
@@ -334,6 +340,7 @@ ChannelId Endpoint::open_cm(std::chrono::milliseconds timeout, const ChannelOpti
     p.rnr_retry_count = config_.rnr_retry;
     p.initiator_depth = config_.max_reads;  // clamped by verbs, as below
     p.responder_resources = 255;            // all the device takes
+    if (config_.traffic_class != 0) p.tos = config_.traffic_class;
     p.private_data = ring_grant(*ch);
     ch->cm = connect(p);
     open_cm_ring(*ch, id);

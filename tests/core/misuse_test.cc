@@ -271,16 +271,36 @@ TEST_P(Misuse, OnlyTheOfferingEndpointAcceptsItsOffer) {
 INSTANTIATE_TEST_SUITE_P(Transports, Misuse, ::testing::Values(Transport::kRc, Transport::kUd),
                          [](const auto& p) { return p.param == Transport::kRc ? "RC" : "UD"; });
 
-// A configuration with no RDMA READ in flight allowed is refused before any device is opened.
-TEST(MisuseConfig, NoReadsInFlightIsRefused) {
-  EndpointConfig c = test::endpoint_config(Transport::kRc);
-  c.max_reads = 0;
-  try {
-    Endpoint e(c);
-    FAIL() << "an endpoint without READs was made";
-  } catch (const verbs::Error& e) {
-    EXPECT_EQ(e.error_number(), EINVAL) << e.what();
+// A configuration with no RDMA READ in flight allowed, or a service level past 15, is refused
+// before any device is opened.
+TEST(MisuseConfig, NoReadsInFlightOrAServiceLevelPast15IsRefused) {
+  EndpointConfig no_reads = test::endpoint_config(Transport::kRc);
+  no_reads.max_reads = 0;
+  EndpointConfig sl16 = test::endpoint_config(Transport::kUd);
+  sl16.service_level = 16;
+  for (const EndpointConfig& c : {no_reads, sl16}) {
+    try {
+      Endpoint e(c);
+      FAIL() << "an endpoint was made";
+    } catch (const verbs::Error& e) {
+      EXPECT_EQ(e.error_number(), EINVAL) << e.what();
+    }
   }
+}
+
+// Endpoints with a service level and traffic class set talk as any others, RC and UD.
+TEST_P(Misuse, AServiceLevelAndTrafficClassChangeNothingButTheirMarking) {
+  EndpointConfig c = test::endpoint_config(GetParam());
+  c.service_level = 3;
+  c.traffic_class = 106;
+  Endpoint a(c), b(c);
+  const auto [ab, ba] = test::connect_endpoints(a, b);
+  (void)ba;
+  const auto m = pattern(40, 9);
+  ASSERT_EQ(a.send_inline(ab, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(test::wait_receive(a, b, d));
+  EXPECT_EQ(take(b, d), m);
 }
 
 }  // namespace

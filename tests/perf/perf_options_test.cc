@@ -55,6 +55,8 @@ const BadCase kBadCases[] = {
      "at most one host argument"},
     {"port_zero", [](RawFlags& f) { f.ib_port = 0; }, "-i 0 is out of range (1 .. 255)"},
     {"gid_negative", [](RawFlags& f) { f.gid_index = -2; }, "-x -2 is out of range"},
+    {"sl_too_big", [](RawFlags& f) { f.sl = 16; }, "-S 16 is out of range (0 .. 15)"},
+    {"tclass_too_big", [](RawFlags& f) { f.traffic_class = 256; }, "-T 256 is out of range (0 .. 255)"},
     {"tcp_port_too_big", [](RawFlags& f) { f.tcp_port = 70000; },
      "-p 70000 is out of range (1 .. 65535)"},
     {"size_zero", [](RawFlags& f) { f.size = 0; }, "-s 0 is out of range (1 .. 8388608)"},
@@ -330,6 +332,8 @@ TEST(PerfConfig, GivenValuesAreKept) {
   RawFlags f = flags("da_read_lat");
   f.hosts = {"198.18.0.1"};
   f.gid_index = 1;
+  f.sl = 3;
+  f.traffic_class = 106;  // DSCP 26 (AF31), ECN 2
   f.size = 4096;
   f.iterations = 200;
   f.warmup = 0;
@@ -340,6 +344,8 @@ TEST(PerfConfig, GivenValuesAreKept) {
   EXPECT_TRUE(c.is_client());
   EXPECT_EQ(c.host, "198.18.0.1");
   EXPECT_EQ(c.gid_index, 1u);
+  EXPECT_EQ(c.sl, 3u);
+  EXPECT_EQ(c.traffic_class, 106u);
   EXPECT_EQ(c.sizes, std::vector<std::uint32_t>{4096});
   EXPECT_EQ(c.iterations, 200u);
   EXPECT_EQ(c.warmup, 0u);

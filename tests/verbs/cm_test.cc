@@ -91,6 +91,25 @@ TEST_F(Cm, ReadDepthsAreNegotiatedWithinTheDeviceAndThePeer) {
   EXPECT_EQ(peer.get(), Status::kOk);
 }
 
+// A type of service given to the connecting end becomes its path's traffic class (RoCE).
+TEST_F(Cm, TypeOfServiceBecomesThePathsTrafficClass) {
+  verbs::CmListener listener(cm_address(), 0);
+  verbs::CmParams p;
+  p.tos = 106;
+  auto server = std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_); });
+  auto client = verbs::cm_connect(cm_address(), listener.port(), pd_, config_, p);
+  auto sconn = server.get();
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(client->qp().native(), &attr, IBV_QP_AV, &init), 0);
+  if (ctx_->port(1).link_layer == verbs::LinkLayer::kEthernet) {
+    EXPECT_EQ(attr.ah_attr.grh.traffic_class, 106);
+  }
+  auto peer = std::async(std::launch::async, [&] { return sconn->wait_disconnected(10s); });
+  client->disconnect(10s);
+  EXPECT_EQ(peer.get(), Status::kOk);
+}
+
 TEST_F(Cm, ConnectToNoListenerFailsWithinTheTimeout) {
   std::uint16_t port;
   { verbs::CmListener probe(cm_address(), 0); port = probe.port(); }

@@ -162,6 +162,30 @@ TEST_F(Rc, ReadDepthsAreTheAskedOnesClampedToTheDevice) {
   EXPECT_GT(init, 1) << "rxe and mlx5 both allow more than one READ in flight";
 }
 
+// The path's traffic class is what the QP's address vector carries, and on InfiniBand its
+// service level too (RoCE has no SL field on the wire: rxe keeps none).
+TEST_F(Rc, PathServiceLevelAndTrafficClassReachTheQp) {
+  verbs::PathParams p = path();
+  p.sl = 3;
+  p.traffic_class = 106;
+  connect_pair(*a_, *b_, p);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(a_->native(), &attr, IBV_QP_AV, &init), 0);
+  if (ctx_->port(1).link_layer == verbs::LinkLayer::kInfiniBand) {
+    EXPECT_EQ(attr.ah_attr.sl, 3);
+  }
+  EXPECT_EQ(attr.ah_attr.grh.traffic_class, 106);
+  Buffer src(pd_, 64), dst(pd_, 64);
+  src.fill(0x3c);
+  auto r = dst.recv(64, 0, 2);
+  ASSERT_EQ(b_->post_recv(r.wr), Status::kOk);
+  auto s = src.send(IBV_WR_SEND, 64, 0, 1);
+  ASSERT_EQ(a_->post_send(s.wr), Status::kOk);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(verbs::status_of(wait_one(*cq_)), Status::kOk);
+  EXPECT_TRUE(dst.matches(0x3c, 64));
+}
+
 TEST_F(Rc, PostingOnAQpInResetIsInvalidState) {
   Buffer buf(pd_, 64);
   ASSERT_EQ(a_->state(), verbs::QpState::kReset);

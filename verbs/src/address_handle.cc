@@ -11,11 +11,13 @@ ibv_ah_attr make_ah_attr(const RemotePort& remote) noexcept {
   ibv_ah_attr a{};
   a.dlid = remote.lid;
   a.port_num = remote.port;
+  a.sl = remote.sl;
   a.is_global = remote.global ? 1 : 0;
   if (remote.global) {
     std::copy(remote.gid.raw.begin(), remote.gid.raw.end(), a.grh.dgid.raw);
     a.grh.sgid_index = remote.sgid_index;
     a.grh.hop_limit = remote.hop_limit;
+    a.grh.traffic_class = remote.traffic_class;
   }
   return a;
 }

@@ -212,6 +212,11 @@ std::unique_ptr<CmConnection> cm_connect(std::string_view host, std::uint16_t po
     throw_error("rdma_create_id", object, errno);
   AddrInfo ai(host, port, AF_INET, false);
   const int ms = clamp_ms(params.timeout);
+  if (params.tos) {  // before the route is resolved: the path (and its SL) follows from it
+    std::uint8_t tos = *params.tos;
+    if (rdma_set_option(conn->id_, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos) != 0)
+      throw_error("rdma_set_option(TOS)", object, errno);
+  }
   {
     if (rdma_resolve_addr(conn->id_, nullptr, ai.list->ai_addr, ms) != 0)
       throw_error("rdma_resolve_addr", object, errno);

@@ -152,6 +152,8 @@ void QueuePair::to_rtr(const ConnectionInfo& remote, const PathParams& path) {
     rp.global = !remote.gid.is_zero();
     rp.sgid_index = path.sgid_index;
     rp.port = path.port;
+    rp.sl = path.sl;
+    rp.traffic_class = path.traffic_class;
     a.ah_attr = make_ah_attr(rp);
     mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
     if (type_ == QpType::kRc) {

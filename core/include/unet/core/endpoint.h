@@ -106,6 +106,13 @@ struct EndpointConfig {
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
   std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight
   std::uint32_t max_grants = 64;             // remote tokens outstanding
+  // Quality of service, as perftest's -S and -T: the service level of every path and address
+  // handle (0..15; IB picks the virtual lane from it) and the traffic class of their GRH (RoCE:
+  // DSCP << 2 | ECN, from which the switch and NIC choose the priority that PFC protects; rdma_cm
+  // connections ask it as their type of service). 0 is the fabric's default, lossy on most RoCE
+  // set-ups.
+  std::uint8_t service_level = 0;
+  std::uint8_t traffic_class = 0;
   // RC: RDMA READs in flight per channel (positive; clamped to the device: mlx5 allows 16). A
   // channel takes as many from its peer as its device allows.
   std::uint8_t max_reads = 16;

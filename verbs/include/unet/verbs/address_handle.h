@@ -18,6 +18,8 @@ struct RemotePort {
   std::uint8_t sgid_index = 0;  // local GID index to send from
   std::uint8_t port = 1;        // local port
   std::uint8_t hop_limit = 64;
+  std::uint8_t sl = 0;             // service level (IB: picks the virtual lane; 0..15)
+  std::uint8_t traffic_class = 0;  // the GRH's (RoCE: DSCP << 2 | ECN, the PFC priority's source)
 };
 
 // Fills an ibv_ah_attr for `remote` (also used for RC/UC path set-up at RTR).

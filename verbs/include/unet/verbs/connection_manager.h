@@ -32,6 +32,9 @@ struct CmParams {
   std::uint8_t responder_resources = 1;
   std::uint8_t initiator_depth = 1;
   std::uint8_t retry_count = 6;  // not 7: rxe retries forever at 7 (see PathParams::retry_cnt)
+  // The connecting end's type of service (RDMA_OPTION_ID_TOS): on RoCE the traffic class, on IB
+  // what the path query maps to a service level. nullopt: the CM's default.
+  std::optional<std::uint8_t> tos;
   std::uint8_t rnr_retry_count = 7;
   // Sent with the connect request (at most 56 bytes) or the accept (at most 196).
   std::vector<std::byte> private_data;

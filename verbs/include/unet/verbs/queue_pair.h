@@ -69,6 +69,8 @@ struct PathParams {
   std::uint8_t timeout = 14;
   std::uint8_t retry_cnt = 6;
   std::uint8_t rnr_retry = 7;  // 7 = retry forever; 0 = fail at the first RNR NAK
+  std::uint8_t sl = 0;             // RC/UC: the path's service level and GRH traffic class
+  std::uint8_t traffic_class = 0;  // (RemotePort's)
   // RDMA READs (and atomics) in flight from the QP, clamped to the device's max_qp_init_rd_atom,
   // and to it, clamped to max_qp_rd_atom. A peer must not start more than we take.
   std::uint8_t max_rd_atomic = 1;
