@@ -242,7 +242,7 @@ IbSendLatPeer connect_ib_send_lat(core::Endpoint& ep, const IbSendLatOptions& o)
   std::uint32_t port_mtu = 0;
   if (!o.rdma_cm) {
     offer = ep.offer_channel({.ring = false});  // the tool sends and receives by SEND/RECV
-    if (verbs::decode(offer->local, local) != Status::kOk)
+    if (core::offer_info(offer->local, local) != Status::kOk)
       verbs::throw_error(who, "endpoint", EPROTO, "the endpoint's own offer does not decode");
     port_mtu = local.mtu;
   } else {

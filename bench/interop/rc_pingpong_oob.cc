@@ -133,7 +133,7 @@ core::ChannelId connect_rc_pingpong(core::Endpoint& ep, const RcPingpongOptions&
 
   core::ChannelOffer offer = ep.offer_channel({.ring = false});  // the tool uses SEND/RECV only
   verbs::ConnectionInfo local;
-  if (verbs::decode(offer.local, local) != Status::kOk)
+  if (core::offer_info(offer.local, local) != Status::kOk)
     verbs::throw_error(who, "endpoint", EPROTO, "the endpoint's own offer does not decode");
   // The endpoint's QP uses min(port active MTU, the peer's advertised MTU). The tool uses -m as
   // is, so the two agree only when -m fits the port; otherwise the tool's full-size packets would

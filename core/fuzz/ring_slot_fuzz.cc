@@ -1,8 +1,9 @@
-// libFuzzer target: what a peer can put in a ring slot, in the ring field of its offer and in the
-// ring grant of its rdma_cm private data. The slot is a heap block of exactly its size (ASan
-// catches a read past it); the reader's verdict must agree with the head it returns; the offer
-// field either parses to a valid geometry with the line cut before it, or is refused with nothing
-// changed; a grant is no ring, a valid one, or refused with nothing changed.
+// libFuzzer target: what a peer can put in a ring slot, in the ring and buffer-size fields of its
+// offer and in the ring grant of its rdma_cm private data. The slot is a heap block of exactly its
+// size (ASan catches a read past it); the reader's verdict must agree with the head it returns;
+// each offer field either parses (a valid geometry, a buffer size in range) with the line cut
+// before it, or is refused with nothing changed; a grant is no ring, a valid one, or refused with
+// nothing changed.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,10 +12,12 @@
 #include <span>
 #include <string_view>
 
+#include "offer_limit.h"
 #include "ring_offer.h"
 #include "ring_slot.h"
 
 namespace ring = unet::core::ring;
+namespace offer = unet::core::offer;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 4) return 0;
@@ -49,6 +52,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (g.slots != 3 && (!ring::valid(g) || line.size() >= text.size())) std::abort();
     if (g.slots == 3 && (g.slot_bytes != 5 || line != text)) std::abort();
   } else if (line != text || g.slots != 3 || g.slot_bytes != 5) {
+    std::abort();
+  }
+  // The buffer-size field of an offer line (offer_limit.h): taken whole or not at all.
+  std::string_view rest = text;
+  std::uint32_t buffer = 7;
+  if (offer::split_buffer_field(rest, buffer)) {
+    if (buffer == 0 && rest != text) std::abort();
+    if (buffer != 0 && (buffer > offer::kMaxBuffer || rest.size() >= text.size())) std::abort();
+    if (buffer == 7 && rest == text) std::abort();  // neither taken nor cleared
+  } else if (rest != text || buffer != 7) {
     std::abort();
   }
   // The whole input as private data (a heap copy of exactly its size: no read past it).

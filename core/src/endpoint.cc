@@ -6,6 +6,7 @@
 #include <random>
 
 #include "endpoint_impl.h"
+#include "offer_limit.h"
 #include "ring_offer.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/ud_source.h"
@@ -50,6 +51,13 @@ UdTag lid_tag(verbs::LinkLayer link, std::uint32_t qpn, std::uint16_t lid) noexc
 }
 
 }  // namespace
+
+Status offer_info(std::string_view line, verbs::ConnectionInfo& out) noexcept {
+  std::uint32_t buffer = 0;
+  ring::Geometry g;
+  if (!offer::split_buffer_field(line, buffer) || !ring::split_offer(line, g)) return Status::kInvalidArgument;
+  return verbs::decode(line, out);
+}
 
 Endpoint::Endpoint(const EndpointConfig& config)
     : config_(checked(config)),
@@ -185,6 +193,7 @@ ChannelOffer Endpoint::offer_channel(const ChannelOptions& options) {
   }
   ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size()), offer_nonce_};
   if (config_.transport == Transport::kRc && options.ring && make_ring(*ch)) offer_ring(*ch, offer.local);
+  offer.local.insert(offer.local.size() - 1, offer::encode_buffer_field(config_.buffer_bytes));
   channels_.push_back(std::move(ch));
   return offer;
 }
@@ -196,11 +205,14 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
   std::string_view local_line = offer.local, peer_line = peer_half;
   ring::Geometry local_ring, peer_ring;
   verbs::ConnectionInfo local, remote;
-  if (!ring::split_offer(local_line, local_ring) || !ring::split_offer(peer_line, peer_ring) ||
+  std::uint32_t local_buffer = 0, peer_buffer = 0;
+  if (!offer::split_buffer_field(local_line, local_buffer) || !offer::split_buffer_field(peer_line, peer_buffer) ||
+      !ring::split_offer(local_line, local_ring) || !ring::split_offer(peer_line, peer_ring) ||
       verbs::decode(local_line, local) != Status::kOk || verbs::decode(peer_line, remote) != Status::kOk)
     verbs::throw_error("accept_offer", "endpoint", EPROTO, "malformed channel offer");
   Channel& ch = *channels_[offer.slot];
   ChannelId id = offer.slot;
+  ch.max_message = offer::channel_limit(max_message_, config_.transport == Transport::kUd, remote.mtu, peer_buffer);
   if (config_.transport == Transport::kRc) {
     ch.qp->connect(local, remote, v_->path);
     // A ring channel when both offers carry a ring; else our ring goes now.
@@ -349,6 +361,7 @@ ChannelId Endpoint::open_cm(std::chrono::milliseconds timeout, const ChannelOpti
     throw;
   }
   ch->lane = add_lane(ch->cm->qp(), id);
+  ch->max_message = max_message_;  // the CM's private data carries no buffer size
   (void)v_->tags.add(ch->cm->qp().qp_num(), id);
   last_rc_qpn_ = 0;
   ch->state = Channel::State::kOpen;

@@ -21,7 +21,7 @@ std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
 UNET_ALWAYS_INLINE Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
   if (Status s = channel_status(ch); s != Status::kOk) return s;
-  if (!buffers_.valid(b) || length == 0 || length > max_message_) return Status::kInvalidArgument;
+  if (!buffers_.valid(b) || length == 0 || length > channels_[ch]->max_message) return Status::kInvalidArgument;
   if (buffers_.owner(b) != BufferOwner::kApplication) return Status::kInvalidState;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
@@ -117,6 +117,10 @@ int Endpoint::poll() noexcept {
 int Endpoint::flush() noexcept { return send_queue_.empty() ? 0 : post_pending_sends(); }
 
 bool Endpoint::ud_failed() const noexcept { return ud_ && lanes_[0]->failed; }
+
+std::uint32_t Endpoint::max_message(ChannelId id) const noexcept {
+  return id < channels_.size() && channels_[id]->state == Channel::State::kOpen ? channels_[id]->max_message : 0;
+}
 
 Status Endpoint::channel_status(ChannelId id) const noexcept {
   if (id >= channels_.size()) return Status::kNotFound;

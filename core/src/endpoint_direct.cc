@@ -46,7 +46,7 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   if (!local || len == 0) return Status::kInvalidArgument;
   if (kind == OpKind::kSend) {
     // In 64 bits: head and payload together, however small max_message() is.
-    if (head.size() > kMaxSendHead || head.size() + len > max_message_) return Status::kInvalidArgument;
+    if (head.size() > kMaxSendHead || head.size() + len > channels_[ch]->max_message) return Status::kInvalidArgument;
   } else {
     if (config_.transport != Transport::kRc) return Status::kInvalidState;  // one-sided needs RC
     // Refuse what cannot be inside the window (the peer's device would refuse it anyway).

@@ -120,6 +120,7 @@ struct Endpoint::Channel {
   enum class State : std::uint8_t { kOffered, kOpen, kFailed, kClosed };
   State state = State::kOffered;
   std::uint32_t lane = 0;
+  std::uint32_t max_message = 0;  // ours within the peer's (offer_limit.h)
   std::unique_ptr<verbs::QueuePair> qp;     // RC, set up out of band
   std::unique_ptr<verbs::CmConnection> cm;  // RC, set up through rdma_cm (owns its QP)
   std::unique_ptr<verbs::AddressHandle> ah;  // UD

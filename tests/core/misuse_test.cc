@@ -61,6 +61,20 @@ bool pump(Endpoint& ep, Endpoint& other, Done&& done) {
   return true;
 }
 
+// `line` without the buffer size core's offers end with: a peer that does not say what it takes
+// (an older one, or one that means harm), so that a sender may send it an oversize message.
+std::string without_buffer_size(std::string line) {
+  const std::size_t at = line.rfind(" buf=");
+  if (at != std::string::npos) line.erase(at, line.size() - 1 - at);
+  return line;
+}
+
+// Channels between `a` and `b` on which `a` takes b's buffers to be as large as its own.
+std::pair<ChannelId, ChannelId> connect_unbounded(Endpoint& a, Endpoint& b, const ChannelOptions& options = {}) {
+  const ChannelOffer oa = a.offer_channel(options), ob = b.offer_channel(options);
+  return {a.accept_offer(oa, without_buffer_size(ob.local)), b.accept_offer(ob, oa.local)};
+}
+
 // What a refused call must leave alone.
 std::string fingerprint(const Endpoint& ep) {
   std::string f(reinterpret_cast<const char*>(&ep.stats()), sizeof(EndpointStats));
@@ -99,6 +113,8 @@ TEST_P(Misuse, WaitTakesAnyTimeout) {
 // sends — brings the QP back; a stranger's oversize datagram does the same. Every buffer is
 // posted again: a burst of exactly free_queue_depth datagrams from a healthy peer, sent while the
 // receiver does not poll, all arrive intact.
+// The oversize senders do not know r's buffer size (its offers' buf field is cut): a peer that
+// states it is refused an oversize send locally (AChannelSendsNoMoreThanThePeersBuffersHold).
 TEST(MisuseUd, OversizeArrivalsAreCountedAndTheEndpointKeepsHearing) {
   UNET_REQUIRE_DEVICE();
   EndpointConfig small = test::endpoint_config(Transport::kUd, 64);
@@ -107,11 +123,11 @@ TEST(MisuseUd, OversizeArrivalsAreCountedAndTheEndpointKeepsHearing) {
   Endpoint r(small), healthy(small);
   Endpoint big(test::endpoint_config(Transport::kUd)), stranger(test::endpoint_config(Transport::kUd));
   ASSERT_GT(big.max_message(), 512u) << "needs a path MTU above 512";
-  const ChannelId big_r = connect_endpoints(big, r).first;
+  const ChannelId big_r = connect_unbounded(big, r).first;
   const auto [hr, rh] = connect_endpoints(healthy, r);
   // The stranger has a channel to r; r has none to it.
   const ChannelOffer so = stranger.offer_channel();
-  const ChannelId stranger_r = stranger.accept_offer(so, r.offer_channel().local);
+  const ChannelId stranger_r = stranger.accept_offer(so, without_buffer_size(r.offer_channel().local));
   settle(r);
   std::uint64_t received = 0;
   for (int round = 1; round <= 2; ++round) {
@@ -151,7 +167,7 @@ TEST(MisuseRc, OversizeArrivalFailsItsChannelAndTheBufferIsPostedAgain) {
   strict.rnr_retry = 0;
   Endpoint r(small), healthy(strict), big(test::endpoint_config(Transport::kRc));
   // SEND/RECV channels: what is tested is a receive buffer too small, and its reposting.
-  const auto [big_r, r_big] = connect_endpoints(big, r, {.ring = false});
+  const auto [big_r, r_big] = connect_unbounded(big, r, {.ring = false});
   const auto [hr, rh] = connect_endpoints(healthy, r, {.ring = false});
   settle(r);
   ASSERT_EQ(send_bytes(big, big_r, pattern(1000, 1)), Status::kOk);
@@ -286,6 +302,30 @@ TEST(MisuseConfig, NoReadsInFlightOrAServiceLevelPast15IsRefused) {
       EXPECT_EQ(e.error_number(), EINVAL) << e.what();
     }
   }
+}
+
+// A channel sends no more than the peer's buffers hold (its offer says their size): one byte more
+// is refused at the sender with nothing changed, where it would fail at the receiver (a local
+// length error, a receive error counted there); the most the peer takes arrives intact.
+TEST_P(Misuse, AChannelSendsNoMoreThanThePeersBuffersHold) {
+  EndpointConfig big = test::endpoint_config(GetParam()), small = big;
+  big.buffer_bytes = 4096;
+  small.buffer_bytes = 512;
+  Endpoint a(big), b(small);
+  const auto [ab, ba] = connect_endpoints(a, b);
+  EXPECT_EQ(a.max_message(ab), 512u);
+  EXPECT_EQ(b.max_message(ba), b.max_message()) << "b's own limit is the smaller";
+  EXPECT_EQ(a.max_message(ab + 7), 0u) << "no such channel";
+  settle(a);
+  const std::string before = fingerprint(a);
+  EXPECT_EQ(send_bytes(a, ab, pattern(513, 3)), Status::kInvalidArgument);
+  EXPECT_TRUE(fingerprint(a) == before);
+  const auto m = pattern(512, 4);
+  ASSERT_EQ(send_bytes(a, ab, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(test::wait_receive(a, b, d));
+  EXPECT_EQ(take(b, d), m);
+  EXPECT_EQ(b.stats().recv_errors, 0u);
 }
 
 // Endpoints with a service level and traffic class set talk as any others, RC and UD.

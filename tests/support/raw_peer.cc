@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "device_env.h"
+#include "offer_limit.h"
 #include "ring_offer.h"
 #include "unet/verbs/connection_info.h"
 
@@ -86,7 +87,9 @@ void RawPeer::connect(std::string_view endpoint_line) {
   // is a ring channel when ours has one too; else it uses SEND/RECV only.
   core::ring::Geometry g;
   verbs::ConnectionInfo remote;
-  if (!core::ring::split_offer(endpoint_line, g) || verbs::decode(endpoint_line, remote) != Status::kOk)
+  std::uint32_t buffer = 0;  // the endpoint's buffer size: what the tests send stays below it
+  if (!core::offer::split_buffer_field(endpoint_line, buffer) || !core::ring::split_offer(endpoint_line, g) ||
+      verbs::decode(endpoint_line, remote) != Status::kOk)
     throw std::invalid_argument("RawPeer: bad line");
   endpoint_ring_ = {};
   if (ring_mr_ && g.slots != 0)

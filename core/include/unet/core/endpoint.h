@@ -50,6 +50,7 @@ class MemoryRegion;
 class CmConnection;
 struct CmParams;
 struct QpConfig;
+struct ConnectionInfo;
 }  // namespace unet::verbs
 
 namespace unet::core {
@@ -176,6 +177,10 @@ struct ChannelOptions {
 };
 
 // One side's half of a channel set-up, exchanged out of band (text, one line).
+// The QP half of an offer line (ChannelOffer::local, or a peer's half), without the fields core
+// adds after it (a ring grant, the buffer size). kInvalidArgument for a malformed line.
+Status offer_info(std::string_view line, verbs::ConnectionInfo& out) noexcept;
+
 struct ChannelOffer {
   static constexpr std::size_t kMaxLine = 256;  // the longest `local`, newline included
   std::string local;  // send this to the peer
@@ -206,7 +211,11 @@ class Endpoint {
   // (UD). Every send path refuses a longer one (kInvalidArgument), send_inline included:
   // inline_threshold() is never above it.
   std::uint32_t max_message() const noexcept { return max_message_; }
-  // The largest RDMA WRITE or READ: the port's max_msg_sz (rxe 2 GiB, mlx5 1 GiB), at most 2 GiB.
+  // The largest message on open channel `ch`: max_message() within the peer's buffer size and,
+  // on UD, its path MTU, as its offer states them (an rdma_cm channel: max_message()). Sends on
+  // the channel refuse more. 0 for a channel that is not open.
+  std::uint32_t max_message(ChannelId ch) const noexcept;
+  // The largest RDMA WRITE or READ: the port's max_msg_sz (rxe 8 MiB, mlx5 1 GiB), at most 2 GiB.
   std::uint64_t max_rdma() const noexcept { return max_rdma_; }
 
   // --- channels (set-up: may throw verbs::Error) ---
