@@ -21,9 +21,11 @@ constexpr std::uint32_t kRecoveryBackoffMax = 1u << 16;
 
 // The UD lane failed: returns 1 when the QP is back in RTS, 0 when it is not (yet), -1 on a CQ
 // error. Order matters:
-//   1. RESET: from here on the QP produces no completion. What it left in the CQ is reaped as
-//      usual: arrivals before the failure are delivered, flushed receives return to the free
-//      queue, sends are ignored (the lane is failed; abort_lane reported them).
+//   1. The CQ is reaped, then the QP RESET, from when on it produces no completion, and the CQ
+//      reaped again: arrivals before the failure are delivered, flushed receives return to the
+//      free queue, sends are ignored (the lane is failed; abort_lane reported them). The first
+//      reap is for devices that clean a QP's completions out of the CQ when it is reset (mlx5
+//      does; rxe leaves them), which would lose those arrivals.
 //   2. Sends posted after the failure (flushed or discarded by the reset) are reported failed.
 //   3. Receives the reset discarded without a completion are still the free queue's: every
 //      buffer it owns is queued to be posted again.
@@ -39,6 +41,8 @@ int Endpoint::recover_ud_qp() noexcept {
     recovery_wait_ = recovery_backoff_;
     return 0;
   };
+  for (int n; (n = reap_completions()) != 0;)
+    if (n < 0) return -1;
   try {
     v_->ud_qp->reset();
   } catch (...) {
