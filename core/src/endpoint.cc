@@ -88,6 +88,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
   std::uint32_t cqe = config_.free_queue_depth + config_.send_queue_depth * config_.max_channels;
   v_->channel = std::make_shared<verbs::CompletionChannel>(v_->ctx);
   v_->cq = std::make_shared<verbs::CompletionQueue>(v_->ctx, cqe, v_->channel);
+  v_->events = std::make_unique<verbs::AsyncEvents>(v_->ctx);
 
   const bool ud = config_.transport == Transport::kUd;
   ud_ = ud;
@@ -285,6 +286,7 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
 }
 
 int Endpoint::service_channels() noexcept {
+  service_device();
   int closed = 0;
   for (auto& ch : channels_) {
     if (!ch->cm || ch->state == Channel::State::kClosed) continue;

@@ -71,6 +71,7 @@ Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload, s
 }
 
 int Endpoint::poll() noexcept {
+  if (device_failed_) [[unlikely]] return -1;
   // UD: a QP that failed is brought back first (endpoint_recover.cc).
   int recovered = 0;
   if (ud_failed()) [[unlikely]] {

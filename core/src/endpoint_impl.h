@@ -12,6 +12,7 @@
 #include "unet/core/endpoint.h"
 #include "unet/core/serial_number.h"
 #include "unet/verbs/address_handle.h"
+#include "unet/verbs/async_events.h"
 #include "unet/verbs/completion_channel.h"
 #include "unet/verbs/connection_manager.h"
 #include "unet/verbs/completion_queue.h"
@@ -103,6 +104,7 @@ struct Endpoint::Verbs {
   // key (verbs/ud_source.h), for packets that come with a GRH and without one.
   ChannelTable tags;
   verbs::LinkLayer link = verbs::LinkLayer::kUnknown;  // the endpoint's port's
+  std::unique_ptr<verbs::AsyncEvents> events;        // the device's asynchronous events
   explicit Verbs(std::uint32_t max_channels) : tags(2 * max_channels) {}
   // Post lists, built in place: no allocation on the data path.
   ibv_send_wr swr[kBatch];

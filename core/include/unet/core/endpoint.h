@@ -166,6 +166,11 @@ struct EndpointStats {
   std::uint64_t ring_credit_writes = 0; // freed-slot totals written to a peer's credit word
   std::uint64_t ring_sleeps = 0;        // arm(): looks at a ring peer's published count (READs)
   std::uint64_t ring_protocol_errors = 0;  // malformed ring heads, impossible credits: dropped
+  // The device's asynchronous events (service_channels()):
+  std::uint64_t device_events = 0;  // read, ours or not (the device's queue is shared)
+  std::uint64_t port_errors = 0;    // PORT_ERR on our port
+  std::uint64_t gid_changes = 0;    // GID_CHANGE on our port
+  std::uint64_t qp_errors = 0;      // QP_FATAL / QP_REQ_ERR / QP_ACCESS_ERR on one of our QPs
 };
 
 // How to set up one channel (offer_channel, accept_cm, connect_cm).
@@ -237,11 +242,23 @@ class Endpoint {
   // An rdma_cm channel is also disconnected, so its peer sees the close; kTimeout when that took
   // longer than config().disconnect_timeout (the channel is closed all the same).
   Status close_channel(ChannelId ch) noexcept;
-  // Control-path progress for rdma_cm channels (not done by poll(), which makes no system call):
-  // a peer's disconnect is answered and its channel closed, so a peer's close_channel() completes
-  // and later sends here fail with kClosed. Call it now and then, e.g. when poll() was idle.
-  // Returns how many channels the peers closed.
+  // Control-path progress (not done by poll(), which makes no system call): the device's
+  // asynchronous events are read, each with its outcome (a QP that broke outside any work request
+  // fails its RC channel, or on UD is recovered at the next poll(); an SRQ error fails every RC
+  // channel; a CQ overrun or fatal device error fails the endpoint; port and GID changes are
+  // noted, below; stats() counts them); then for rdma_cm channels a peer's disconnect is answered
+  // and its channel closed, so a peer's close_channel() completes and later sends here fail with
+  // kClosed. Call it now and then, e.g. when poll() was idle. Returns how many channels the
+  // peers closed.
   int service_channels() noexcept;
+  // What the device's asynchronous events said, as of the last service_channels() (which reads
+  // them: see below). port_active(): our port is ACTIVE (a PORT_ERR clears it, PORT_ACTIVE sets
+  // it). gid_current(): our GID is still at its index (checked at each GID_CHANGE: on RoCE an
+  // address removed takes its GID away; channels made since need the new one). device_failed():
+  // our CQ overran or the device had a fatal error; every channel failed and poll() returns -1.
+  bool port_active() const noexcept { return port_active_; }
+  bool gid_current() const noexcept { return gid_current_; }
+  bool device_failed() const noexcept { return device_failed_; }
   // kOk for an open channel, kClosed for a closed or failed one, kNotFound for no such channel.
   Status channel_status(ChannelId ch) const noexcept;
   // Whether `ch` is a ring channel (both ends granted a ring).
@@ -405,6 +422,7 @@ class Endpoint {
   int recover_ud_qp() noexcept;
   void arrival_failed(std::size_t i) noexcept;
   bool ud_failed() const noexcept;
+  void service_device() noexcept;  // endpoint_events.cc
   // Ring channels: set-up and slow paths in endpoint_ring.cc, data-path steps in
   // endpoint_data.cc (inlined into poll() and post_pending_sends()).
   bool make_ring(Channel& ch);
@@ -461,6 +479,10 @@ class Endpoint {
   Upcall upcall_;
   bool in_upcall_ = false;  // an upcall runs: ring memory is not freed under it
   bool ud_ = false;         // config_.transport == Transport::kUd
+  // The device's asynchronous events, as service_channels() last saw them (endpoint_events.cc).
+  bool device_failed_ = false;  // our CQ or the device broke: poll() returns -1
+  bool port_active_ = true;
+  bool gid_current_ = true;
   bool cq_skipped_ = false;  // the last poll() left the CQ for this one (rings brought arrivals)
   // Ring channels: rings by index (ring buffer ids derive from it), the free indices, the rings
   // poll() reads and, for each, the head word of the slot it expects next.
