@@ -195,6 +195,9 @@ struct ChannelOffer {
   std::uint64_t nonce = 0;
 };
 
+// How often uam's and ulp's stream poll() call Endpoint::service_channels() for their endpoint.
+inline constexpr std::chrono::milliseconds kServiceInterval{100};
+
 // The endpoint itself (see the top of this file).
 class Endpoint {
  public:

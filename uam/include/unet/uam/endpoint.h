@@ -266,6 +266,7 @@ class Endpoint {
   std::uint64_t serials_ = 0;
   bool answered_ = false;
   Time poll_now_{};                           // the clock as poll() read it; zero outside poll()
+  Time next_service_{};                       // when poll() next runs core's service_channels()
   std::array<std::byte, core::Descriptor::kInlineBytes> scratch_{};
 };
 

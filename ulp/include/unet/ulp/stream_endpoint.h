@@ -291,6 +291,7 @@ class StreamEndpoint {
   std::uint32_t mss_ = 0;
   std::uint32_t window_cap_ = 0;  // what the free queue can absorb at once
   core::CycleClock clock_;
+  Time next_service_{};  // when poll() next runs core's service_channels()
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   core::DescriptorRing<ZeroCopyCompletion> zero_copy_done_;
