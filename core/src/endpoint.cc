@@ -69,7 +69,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
   v_ = std::make_unique<Verbs>(config_.max_channels);
   v_->ctx = verbs::Context::open(config_.device);
   v_->pd = std::make_shared<verbs::ProtectionDomain>(v_->ctx);
-  v_->gid = verbs::select_gid(*v_->ctx, config_.port, config_.gid_index);
+  v_->gid = verbs::select_gid(*v_->ctx, config_.port, config_.gid_index, config_.netdev);
   v_->path.port = config_.port;
   v_->path.sgid_index = static_cast<std::uint8_t>(v_->gid.index);
   verbs::PortInfo port = v_->ctx->port(config_.port);

@@ -328,6 +328,18 @@ TEST_P(Misuse, AChannelSendsNoMoreThanThePeersBuffersHold) {
   EXPECT_EQ(b.stats().recv_errors, 0u);
 }
 
+// A netdev that does not exist is a named error (ENODEV) when the endpoint is made.
+TEST_P(Misuse, AGidNetdevThatDoesNotExistIsRefused) {
+  EndpointConfig c = test::endpoint_config(GetParam());
+  c.netdev = "no_such_if9";
+  try {
+    Endpoint e(c);
+    FAIL() << "an endpoint was made";
+  } catch (const verbs::Error& e) {
+    EXPECT_EQ(e.error_number(), ENODEV) << e.what();
+  }
+}
+
 // Endpoints with a service level and traffic class set talk as any others, RC and UD.
 TEST_P(Misuse, AServiceLevelAndTrafficClassChangeNothingButTheirMarking) {
   EndpointConfig c = test::endpoint_config(GetParam());

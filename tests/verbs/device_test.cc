@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernel_files.h"
 #include "unet/verbs/error.h"
 #include "verbs_fixture.h"
 
@@ -37,6 +38,28 @@ TEST_F(Device, GidChoiceFollowsPerftest) {
   verbs::GidEntry same = verbs::select_gid(*ctx_, 1, gid_.index);
   EXPECT_EQ(same.gid, gid_.gid);
   EXPECT_THROW((void)verbs::select_gid(*ctx_, 1, 100000u), verbs::Error);
+}
+
+// A netdev narrows the choice to its GIDs: the device's own netdev gives the same GID, a netdev
+// with no GID on this device (lo) none, and a name no netdev has is a named error.
+TEST_F(Device, GidChoiceByNetdev) {
+  const std::string ndev = read_first_line("/sys/class/infiniband/" + ctx_->name() + "/ports/1/gid_attrs/ndevs/" +
+                                             std::to_string(gid_.index));
+  ASSERT_FALSE(ndev.empty());
+  EXPECT_EQ(verbs::select_gid(*ctx_, 1, gid_index(), ndev).gid, gid_.gid) << ndev;
+  try {
+    (void)verbs::select_gid(*ctx_, 1, std::nullopt, "lo");
+    FAIL() << "lo has no GID of " << ctx_->name();
+  } catch (const verbs::Error& e) {
+    EXPECT_EQ(e.error_number(), ENOENT) << e.what();
+  }
+  try {
+    (void)verbs::select_gid(*ctx_, 1, std::nullopt, "no_such_if9");
+    FAIL();
+  } catch (const verbs::Error& e) {
+    EXPECT_EQ(e.error_number(), ENODEV) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no_such_if9"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Device, UnknownDeviceAndPortThrowNamedErrors) {

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "unet/verbs/gid.h"
 
@@ -77,6 +79,58 @@ TEST(Gid, SourceOfAGrhArrival) {
   src.raw[0] = 0xfe;
   std::copy(src.raw.begin(), src.raw.end(), grh + 8);
   EXPECT_EQ(grh_source_gid(grh), src);
+}
+
+// A host with two ports, port 1 on eth0 (ifindex 2) with a VLAN eth0.100 (ifindex 5) and port 2
+// on eth1 (ifindex 3): each netdev has its link-local GID (RoCE v1 and v2) and its IPv4 one.
+std::vector<GidRow> two_ports_and_a_vlan() {
+  auto row = [](std::uint32_t index, GidType type, Gid gid, std::uint8_t port, std::uint32_t ifindex) {
+    GidRow r;
+    r.entry = {gid, index, type};
+    r.port = port;
+    r.ifindex = ifindex;
+    return r;
+  };
+  Gid link_local;
+  link_local.raw[0] = 0xfe, link_local.raw[1] = 0x80, link_local.raw[15] = 1;
+  return {
+      row(0, GidType::kRoceV1, link_local, 1, 2),           row(1, GidType::kRoceV2, link_local, 1, 2),
+      row(2, GidType::kRoceV1, mapped(10, 0, 0, 1), 1, 2),  row(3, GidType::kRoceV2, mapped(10, 0, 0, 1), 1, 2),
+      row(4, GidType::kRoceV1, mapped(10, 1, 0, 1), 1, 5),  row(5, GidType::kRoceV2, mapped(10, 1, 0, 1), 1, 5),
+      row(6, GidType::kRoceV2, Gid{}, 1, 0),                // an empty slot
+      row(0, GidType::kRoceV2, link_local, 2, 3),           row(1, GidType::kRoceV2, mapped(10, 2, 0, 1), 2, 3),
+  };
+}
+
+TEST(ChooseGid, ThePortsBestGidWithoutANetdev) {
+  const auto t = two_ports_and_a_vlan();
+  const auto p1 = choose_gid(t, 1, std::nullopt, std::nullopt);
+  ASSERT_TRUE(p1.has_value());
+  EXPECT_EQ(p1->index, 3u) << "RoCE v2 IPv4-mapped, lowest index on a tie (the VLAN's is 5)";
+  const auto p2 = choose_gid(t, 2, std::nullopt, std::nullopt);
+  ASSERT_TRUE(p2.has_value());
+  EXPECT_EQ(p2->index, 1u) << "port 2's own entries, not port 1's";
+  EXPECT_EQ(p2->gid, mapped(10, 2, 0, 1));
+}
+
+TEST(ChooseGid, ANetdevNarrowsTheChoiceToItsGids) {
+  const auto t = two_ports_and_a_vlan();
+  const auto vlan = choose_gid(t, 1, std::nullopt, 5u);
+  ASSERT_TRUE(vlan.has_value());
+  EXPECT_EQ(vlan->index, 5u);
+  EXPECT_EQ(vlan->gid, mapped(10, 1, 0, 1));
+  EXPECT_EQ(choose_gid(t, 1, std::nullopt, 2u)->index, 3u);
+  EXPECT_FALSE(choose_gid(t, 1, std::nullopt, 3u)) << "eth1 is port 2's";
+  EXPECT_FALSE(choose_gid(t, 1, std::nullopt, 9u)) << "no GID on that netdev";
+}
+
+TEST(ChooseGid, AnIndexIsTakenAsGivenWithinThePortAndNetdev) {
+  const auto t = two_ports_and_a_vlan();
+  EXPECT_EQ(choose_gid(t, 1, 0u, std::nullopt)->type, GidType::kRoceV1);
+  EXPECT_FALSE(choose_gid(t, 1, 6u, std::nullopt)) << "an empty slot";
+  EXPECT_FALSE(choose_gid(t, 1, 9u, std::nullopt)) << "no such index";
+  EXPECT_FALSE(choose_gid(t, 1, 3u, 5u)) << "index 3 is eth0's, not the VLAN's";
+  EXPECT_EQ(choose_gid(t, 2, 1u, std::nullopt)->gid, mapped(10, 2, 0, 1));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "unet/verbs/gid.h"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 
 #include <cstdio>
 #include <vector>
@@ -96,34 +97,54 @@ int score(const GidEntry& e) {
 
 }  // namespace
 
-GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::uint32_t> index) {
-  PortInfo info = ctx.port(port);
-  std::string object = ctx.name() + " port " + std::to_string(port);
-  std::vector<ibv_gid_entry> table(info.gid_table_len ? info.gid_table_len : 1);
-  ssize_t n = ibv_query_gid_table(ctx.native(), table.data(), table.size(), 0);
-  if (n < 0) throw_error("ibv_query_gid_table", object, static_cast<int>(-n));
-
+std::optional<GidEntry> choose_gid(const std::vector<GidRow>& table, std::uint8_t port,
+                                   std::optional<std::uint32_t> index, std::optional<std::uint32_t> ifindex) {
   std::optional<GidEntry> best;
-  for (ssize_t i = 0; i < n; ++i) {
-    const ibv_gid_entry& t = table[static_cast<std::size_t>(i)];
-    if (t.port_num != port) continue;
-    GidEntry e;
-    std::copy(std::begin(t.gid.raw), std::end(t.gid.raw), e.gid.raw.begin());
-    e.index = t.gid_index;
-    e.type = to_gid_type(t.gid_type);
-    if (e.gid.is_zero()) continue;
+  for (const GidRow& r : table) {
+    const GidEntry& e = r.entry;
+    if (r.port != port || e.gid.is_zero() || (ifindex && r.ifindex != *ifindex)) continue;
     if (index) {
       if (e.index == *index) return e;
       continue;
     }
-    if (!best || score(e) > score(*best) || (score(e) == score(*best) && e.index < best->index))
-      best = e;
+    if (!best || score(e) > score(*best) || (score(e) == score(*best) && e.index < best->index)) best = e;
   }
+  return best;
+}
+
+GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::uint32_t> index,
+                    std::string_view netdev) {
+  const std::string object = ctx.name() + " port " + std::to_string(port);
+  std::optional<std::uint32_t> ifindex;
+  if (!netdev.empty()) {
+    const unsigned i = ::if_nametoindex(std::string(netdev).c_str());
+    if (i == 0) throw_error("select_gid", object, ENODEV, "no netdev named '" + std::string(netdev) + "'");
+    ifindex = i;
+  }
+  // The table holds every port's entries: room for all of them.
+  std::size_t rows = 0;
+  for (std::uint8_t p = 1; p <= ctx.limits().phys_port_cnt; ++p) rows += std::max<std::uint32_t>(ctx.port(p).gid_table_len, 1);
+  std::vector<ibv_gid_entry> raw(std::max<std::size_t>(rows, 1));
+  const ssize_t n = ibv_query_gid_table(ctx.native(), raw.data(), raw.size(), 0);
+  if (n < 0) throw_error("ibv_query_gid_table", object, static_cast<int>(-n));
+  std::vector<GidRow> table;
+  table.reserve(static_cast<std::size_t>(n));
+  for (ssize_t i = 0; i < n; ++i) {
+    const ibv_gid_entry& t = raw[static_cast<std::size_t>(i)];
+    GidRow r;
+    std::copy(std::begin(t.gid.raw), std::end(t.gid.raw), r.entry.gid.raw.begin());
+    r.entry.index = t.gid_index;
+    r.entry.type = to_gid_type(t.gid_type);
+    r.port = static_cast<std::uint8_t>(t.port_num);
+    r.ifindex = t.ndev_ifindex;
+    table.push_back(r);
+  }
+  if (std::optional<GidEntry> e = choose_gid(table, port, index, ifindex)) return *e;
+  const std::string where = netdev.empty() ? "" : " on netdev " + std::string(netdev);
   if (index)
     throw_error("select_gid", object, ENOENT,
-                "GID index " + std::to_string(*index) + " is absent or zero");
-  if (!best) throw_error("select_gid", object, ENOENT, "no valid GID on this port");
-  return *best;
+                "GID index " + std::to_string(*index) + " is absent or zero" + where);
+  throw_error("select_gid", object, ENOENT, "no valid GID on this port" + where);
 }
 
 }  // namespace unet::verbs

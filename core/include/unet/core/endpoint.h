@@ -70,6 +70,9 @@ struct EndpointConfig {
   std::string device;                      // "" = the first device
   std::uint8_t port = 1;
   std::optional<std::uint32_t> gid_index;  // default: chosen like perftest
+  // RoCE: choose among the GIDs of this netdev only ("eth0", or a VLAN's "eth0.100"); on a host
+  // with several ports or VLANs both ends then use GIDs that reach each other. Empty: any.
+  std::string netdev;
   Transport transport = Transport::kRc;
   Mode mode = Mode::kBaseLevel;
   std::uint32_t buffer_bytes = 4096;       // one segment buffer

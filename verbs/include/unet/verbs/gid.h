@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace unet::verbs {
 
@@ -51,8 +52,25 @@ struct GidEntry {
 // header checksum.
 Gid grh_source_gid(const std::uint8_t* grh) noexcept;
 
+// One row of a device's GID table: the entry, its port, and the ifindex of the netdev it belongs
+// to (RoCE: a VLAN interface such as eth0.100 has its own; 0 on IB).
+struct GidRow {
+  GidEntry entry;
+  std::uint8_t port = 1;
+  std::uint32_t ifindex = 0;
+};
+
+// The choice select_gid() makes, from a table read already. Rows of other ports, zero GIDs and,
+// when `ifindex` is set, rows of other netdevs are skipped. With `index` set, that row or nothing;
+// otherwise the perftest-style best, the lowest index on a tie. Pure.
+std::optional<GidEntry> choose_gid(const std::vector<GidRow>& table, std::uint8_t port,
+                                   std::optional<std::uint32_t> index, std::optional<std::uint32_t> ifindex);
+
 // The GID `port` of `ctx` should use. With `index` set, that entry (or Error if it is absent or
-// zero); otherwise the perftest-style choice above. Throws Error when the port has no usable GID.
-GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::uint32_t> index = {});
+// zero); otherwise the perftest-style choice above. With `netdev` set ("eth0.100"), only its GIDs
+// count: on a multi-port or VLAN host the two ends then pick GIDs that reach each other. Throws
+// Error when the port (or the netdev) has no usable GID, or the netdev does not exist.
+GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::uint32_t> index = {},
+                    std::string_view netdev = {});
 
 }  // namespace unet::verbs
