@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <future>
+#include <string>
 
+#include "kernel_files.h"
 #include "unet/verbs/connection_manager.h"
 #include "unet/verbs/error.h"
 #include "verbs_fixture.h"
@@ -105,6 +108,40 @@ TEST_F(Cm, TypeOfServiceBecomesThePathsTrafficClass) {
   if (ctx_->port(1).link_layer == verbs::LinkLayer::kEthernet) {
     EXPECT_EQ(attr.ah_attr.grh.traffic_class, 106);
   }
+  auto peer = std::async(std::launch::async, [&] { return sconn->wait_disconnected(10s); });
+  client->disconnect(10s);
+  EXPECT_EQ(peer.get(), Status::kOk);
+}
+
+// rdma_cm over IPv6: the device netdev's link-local address (with its scope), where the device
+// has a GID for it (rxe and RoCE NICs do: index 0).
+TEST_F(Cm, ConnectsOverIpv6) {
+  const std::string ndev = read_first_line("/sys/class/infiniband/" + ctx_->name() + "/ports/1/gid_attrs/ndevs/0");
+  ASSERT_FALSE(ndev.empty());
+  std::string a6;
+  if (FILE* f = popen(("ip -6 -o addr show dev " + ndev + " scope link | awk '{print $4}' | cut -d/ -f1").c_str(), "r")) {
+    char buf[128] = {};
+    if (std::fgets(buf, sizeof buf, f)) a6 = buf;
+    pclose(f);
+  }
+  while (!a6.empty() && (a6.back() == '\n' || a6.back() == ' ')) a6.pop_back();
+  ASSERT_FALSE(a6.empty()) << "no IPv6 link-local address on " << ndev;
+  const std::string host = a6 + "%" + ndev;
+  verbs::CmListener listener(host, 0);
+  ASSERT_NE(listener.port(), 0);
+  auto server = std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_); });
+  auto client = verbs::cm_connect(host, listener.port(), pd_, config_);
+  auto sconn = server.get();
+  ASSERT_TRUE(client->connected());
+  Buffer sbuf(pd_, 64), cbuf(pd_, 64);
+  auto r = sbuf.recv(64);
+  ASSERT_EQ(sconn->qp().post_recv(r.wr), Status::kOk);
+  cbuf.fill(0x6a);
+  auto s = cbuf.send(IBV_WR_SEND, 64);
+  ASSERT_EQ(client->qp().post_send(s.wr), Status::kOk);
+  EXPECT_EQ(verbs::status_of(wait_one(*cq_)), Status::kOk);
+  EXPECT_EQ(verbs::status_of(wait_one(*server_cq_)), Status::kOk);
+  EXPECT_TRUE(sbuf.matches(0x6a, 64));
   auto peer = std::async(std::launch::async, [&] { return sconn->wait_disconnected(10s); });
   client->disconnect(10s);
   EXPECT_EQ(peer.get(), Status::kOk);

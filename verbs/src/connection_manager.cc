@@ -136,15 +136,32 @@ void CmConnection::disconnect(std::chrono::milliseconds timeout) {
   expect_event(channel_, RDMA_CM_EVENT_DISCONNECTED, timeout, "rdma_cm connection", ev);
 }
 
+CmOutcome established_event(rdma_cm_event_type type) noexcept {
+  switch (type) {
+    case RDMA_CM_EVENT_DISCONNECTED:
+    case RDMA_CM_EVENT_DEVICE_REMOVAL: return CmOutcome::kEnded;
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+    case RDMA_CM_EVENT_ADDR_CHANGE: return CmOutcome::kNothing;
+    default: return CmOutcome::kUnexpected;
+  }
+}
+
 Status CmConnection::wait_disconnected(std::chrono::milliseconds timeout) noexcept {
   try {
-    Event ev;
-    if (!next_event(channel_, timeout, ev)) return Status::kTimeout;
-    if (ev.ev->event != RDMA_CM_EVENT_DISCONNECTED) return Status::kInvalidState;
-    connected_ = false;
-    qp_->mark_state(QpState::kError);
-    rdma_disconnect(id_);  // completes our half; the QP is already in ERROR
-    return Status::kOk;
+    const Deadline deadline(timeout);
+    for (;;) {
+      Event ev;
+      if (!next_event(channel_, deadline.left(), ev)) return Status::kTimeout;
+      switch (established_event(ev.ev->event)) {
+        case CmOutcome::kNothing: continue;
+        case CmOutcome::kUnexpected: return Status::kInvalidState;
+        case CmOutcome::kEnded: break;
+      }
+      connected_ = false;
+      qp_->mark_state(QpState::kError);
+      if (ev.ev->event == RDMA_CM_EVENT_DISCONNECTED) rdma_disconnect(id_);  // completes our half
+      return Status::kOk;
+    }
   } catch (const Error&) {
     return Status::kDeviceError;
   }
@@ -155,7 +172,9 @@ CmListener::CmListener(std::string_view host, std::uint16_t port, int backlog) {
   channel_ = make_channel(object);
   try {
     if (rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP) != 0) throw_error("rdma_create_id", object, errno);
-    AddrInfo ai(host, port, AF_INET, true);
+    // An address given picks its family (IPv6: "fe80::1%eth0" or a global one); none listens on
+    // every IPv4 address, as before.
+    AddrInfo ai(host, port, host.empty() ? AF_INET : AF_UNSPEC, true);
     if (rdma_bind_addr(id_, ai.list->ai_addr) != 0) throw_error("rdma_bind_addr", object, errno);
     if (rdma_listen(id_, backlog) != 0) throw_error("rdma_listen", object, errno);
   } catch (...) {
@@ -210,7 +229,7 @@ std::unique_ptr<CmConnection> cm_connect(std::string_view host, std::uint16_t po
   conn->channel_ = make_channel(object);
   if (rdma_create_id(conn->channel_, &conn->id_, nullptr, RDMA_PS_TCP) != 0)
     throw_error("rdma_create_id", object, errno);
-  AddrInfo ai(host, port, AF_INET, false);
+  AddrInfo ai(host, port, AF_UNSPEC, false);  // IPv4 or IPv6, as the host names it
   const int ms = clamp_ms(params.timeout);
   if (params.tos) {  // before the route is resolved: the path (and its SL) follows from it
     std::uint8_t tos = *params.tos;

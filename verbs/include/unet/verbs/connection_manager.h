@@ -40,6 +40,11 @@ struct CmParams {
   std::vector<std::byte> private_data;
 };
 
+// What an rdma_cm event means for an established connection: it ended (the peer disconnected, the
+// device went away), it changes nothing, or it should not come. Pure.
+enum class CmOutcome : std::uint8_t { kEnded, kNothing, kUnexpected };
+CmOutcome established_event(rdma_cm_event_type type) noexcept;
+
 // One RC connection made through rdma_cm: owns the cm id, its event channel and its QP.
 class CmConnection {
  public:
@@ -59,7 +64,10 @@ class CmConnection {
   // Sends a disconnect and waits (up to `timeout`) for RDMA_CM_EVENT_DISCONNECTED. The QP moves
   // to ERROR: WRs still posted complete with kFlushed. Idempotent.
   void disconnect(std::chrono::milliseconds timeout);
-  // Waits up to `timeout` for the peer's disconnect. kOk when it came, kTimeout otherwise.
+  // Waits up to `timeout` for the connection's end: the peer's disconnect or the device's removal
+  // (the QP moves to ERROR either way). kOk when it came, kTimeout otherwise, kInvalidState for
+  // an event an established connection should not get. Events that leave it as it is
+  // (TIMEWAIT_EXIT, ADDR_CHANGE) are taken and passed over.
   Status wait_disconnected(std::chrono::milliseconds timeout) noexcept;
 
  private:
