@@ -103,7 +103,8 @@ void CmConnection::create_qp(std::shared_ptr<ProtectionDomain> pd, const QpConfi
     throw_error("rdma_create_qp", object, EINVAL,
                 "the address resolves to a different device than the PD's (" + pd->context().name() + ")");
   ibv_qp_init_attr attr = make_qp_init_attr(pd->context(), config, object);
-  if (rdma_create_qp(id_, pd->native(), &attr) != 0) throw_error("rdma_create_qp", object, errno);
+  if (!create_shrinking(attr, [&](ibv_qp_init_attr& a) { return rdma_create_qp(id_, pd->native(), &a) == 0; }))
+    throw_error("rdma_create_qp", object, errno);
   qp_.emplace(QueuePair::Adopt{}, std::move(pd), config, id_->qp);
 }
 

@@ -57,6 +57,12 @@ ibv_qp_init_attr make_qp_init_attr(Context& ctx, const QpConfig& config, const s
   return attr;
 }
 
+bool shrink_send_queue(ibv_qp_cap& cap, int err) noexcept {
+  if ((err != EINVAL && err != ENOMEM) || cap.max_inline_data == 0 || cap.max_send_wr <= 16) return false;
+  cap.max_send_wr = std::max<std::uint32_t>(cap.max_send_wr / 2, 16);
+  return true;
+}
+
 QueuePair::QueuePair(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config)
     : pd_(std::move(pd)),
       send_cq_(config.send_cq),
@@ -66,7 +72,7 @@ QueuePair::QueuePair(std::shared_ptr<ProtectionDomain> pd, const QpConfig& confi
       has_srq_(config.srq != nullptr) {
   std::string object = pd_->context().name() + " " + type_name(type_) + " QP";
   ibv_qp_init_attr attr = make_qp_init_attr(pd_->context(), config, object);
-  qp_ = ibv_create_qp(pd_->native(), &attr);
+  qp_ = create_shrinking(attr, [&](ibv_qp_init_attr& a) { return ibv_create_qp(pd_->native(), &a); });
   if (!qp_) throw_error("ibv_create_qp", object, errno);
   caps_ = {attr.cap.max_send_wr, attr.cap.max_recv_wr, attr.cap.max_send_sge,
            attr.cap.max_recv_sge, attr.cap.max_inline_data};
