@@ -45,7 +45,9 @@ struct Pair {
   std::unique_ptr<StreamEndpoint> a, b;
   ChannelId ab = 0, ba = 0;
   explicit Pair(const StreamConfig& cfg = stream_config(), const core::EndpointConfig& net = ud_config())
-      : a(std::make_unique<StreamEndpoint>(net, cfg)), b(std::make_unique<StreamEndpoint>(net, cfg)) {
+      : Pair(cfg, net, net) {}
+  Pair(const StreamConfig& cfg, const core::EndpointConfig& net_a, const core::EndpointConfig& net_b)
+      : a(std::make_unique<StreamEndpoint>(net_a, cfg)), b(std::make_unique<StreamEndpoint>(net_b, cfg)) {
     core::ChannelOffer oa = a->offer_peer(), ob = b->offer_peer();
     ab = a->accept_peer(oa, ob.local);
     ba = b->accept_peer(ob, oa.local);

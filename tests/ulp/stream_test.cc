@@ -49,6 +49,23 @@ TEST(Stream, AcceptWaitsForAConnectionUpToItsTimeout) {
   EXPECT_EQ(st, StreamState::kEstablished);
 }
 
+// Each connection's segments fit what its peer takes (core's per-channel limit): b's buffers are
+// half a's, so a's segments are b's buffer less the header, and every byte arrives both ways
+// without a receive error at b (a segment of a's own size would fail there every time).
+TEST(Stream, SegmentsFitThePeersSmallerBuffers) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig big = test::ud_config(), small = test::ud_config();
+  small.buffer_bytes = 512;
+  Pair p(stream_config(), big, small);
+  auto [ca, cb] = p.connect();
+  ASSERT_EQ(p.a->stats(ca)->mss, 512u - kSegmentHeaderBytes);
+  EXPECT_EQ(p.b->stats(cb)->mss, p.b->mss());
+  EXPECT_GT(p.a->mss(), p.a->stats(ca)->mss) << "a's own segments would be larger";
+  transfer(p, ca, cb, 300 * 1024, 100 * 1024);
+  EXPECT_EQ(p.b->net().stats().recv_errors, 0u);
+  EXPECT_EQ(p.a->net().stats().recv_errors, 0u);
+}
+
 TEST(Stream, HandshakeBytesBothWaysAndOrderlyClose) {
   UNET_REQUIRE_DEVICE();
   Pair p;

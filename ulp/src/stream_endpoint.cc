@@ -73,6 +73,9 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.released = c.accepted = c.in_backlog = false;
     c.listener = 0;
     c.peer = peer;
+    // The peer's buffers or path MTU may be smaller than ours (core's per-channel limit).
+    const std::uint32_t limit = net_->max_message(peer);
+    c.mss = limit > kSegmentHeaderBytes ? std::min<std::uint32_t>(mss_, limit - kSegmentHeaderBytes) : mss_;
     c.lport = local;
     c.rport = remote;
     c.state = StreamState::kClosed;
@@ -82,7 +85,7 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.snd_nxt = c.iss;
     c.snd_max = c.iss;
     c.snd_end = c.iss + 1;
-    c.snd_wnd = mss_;
+    c.snd_wnd = c.mss;
     c.fin_queued = c.fin_sent = false;
     c.irs = c.rcv_nxt = c.rcv_read = 0;
     c.peer_fin = c.ack_pending = c.send_full = false;
@@ -91,7 +94,7 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.sacked.clear();
     c.dup_count = 0;
     c.rtt = core::RttEstimator(config_.rtt);
-    c.cc = NewReno(mss_, config_.initial_window_segments);
+    c.cc = NewReno(c.mss, config_.initial_window_segments);
     c.rto_deadline = Time{};
     c.expiries = 0;
     c.timing = false;
@@ -275,6 +278,7 @@ std::optional<StreamStats> StreamEndpoint::stats(ConnId id) const noexcept {
   s.cwnd = c->cc.cwnd();
   s.ssthresh = c->cc.ssthresh();
   s.peer_window = c->snd_wnd;
+  s.mss = c->mss;
   s.state = c->state;
   return s;
 }

@@ -33,13 +33,14 @@ struct StreamEndpoint::PinnedSend {
 // number after the last data byte. The send buffer holds [snd_una .. snd_end) of data (the SYN
 // and FIN hold no bytes); the receive buffer holds [rcv_read .. rcv_nxt) not yet read.
 struct StreamEndpoint::Conn {
-  Conn(std::uint32_t send_bytes, std::uint32_t recv_bytes, std::uint32_t mss, const StreamConfig& cfg)
-      : smask(std::bit_ceil(send_bytes) - 1),
+  Conn(std::uint32_t send_bytes, std::uint32_t recv_bytes, std::uint32_t segment, const StreamConfig& cfg)
+      : mss(segment),
+        smask(std::bit_ceil(send_bytes) - 1),
         rmask(std::bit_ceil(recv_bytes) - 1),
         sbuf(std::make_unique<std::byte[]>(smask + 1)),
         rbuf(std::make_unique<std::byte[]>(rmask + 1)),
         rtt(cfg.rtt),
-        cc(mss, cfg.initial_window_segments) {}
+        cc(segment, cfg.initial_window_segments) {}
 
   ConnId id = 0;
   bool used = false;
@@ -48,6 +49,7 @@ struct StreamEndpoint::Conn {
   bool in_backlog = false;   // passive: established, waiting in its listener's queue
   std::uint16_t listener = 0;  // passive: the port it came in on (0: active)
   ChannelId peer = core::kNoChannel;
+  std::uint32_t mss = 0;  // the channel's largest message less the header: what the peer takes
   std::uint16_t lport = 0, rport = 0;
   StreamState state = StreamState::kClosed;
   Status error = Status::kOk;

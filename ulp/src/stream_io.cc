@@ -351,11 +351,11 @@ void StreamEndpoint::output(Conn& c) noexcept {
     // when it opens (the retransmission timer repeats it).
     // Limited transmit (RFC 3042): the first two duplicate acks each let one new segment out, so
     // a small window still gathers the three duplicates a fast retransmit needs.
-    const std::uint32_t limited = c.cc.in_recovery() ? 0 : std::min(c.dup_count, 2u) * mss_;
+    const std::uint32_t limited = c.cc.in_recovery() ? 0 : std::min(c.dup_count, 2u) * c.mss;
     const std::uint32_t wnd = std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
     if (seq_lt(c.snd_nxt, c.snd_end)) {
       if (flight >= wnd) return;
-      const std::uint32_t len = std::min({mss_, c.run(c.snd_nxt), wnd - flight});
+      const std::uint32_t len = std::min({c.mss, c.run(c.snd_nxt), wnd - flight});
       if (send_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
       const std::uint32_t end = c.snd_nxt + len;
       if (seq_lt(c.snd_max, end)) {
@@ -479,7 +479,7 @@ void StreamEndpoint::retransmit_first(Conn& c) noexcept {
   ++c.stats.retransmitted_segments;
   c.rto_deadline = now() + c.rtt.rto();
   if (seq_lt(c.snd_una, c.snd_end)) {
-    const std::uint32_t len = std::min({mss_, c.run(c.snd_una), std::max(c.flight(), 1u)});
+    const std::uint32_t len = std::min({c.mss, c.run(c.snd_una), std::max(c.flight(), 1u)});
     const bool sent = send_segment(c, kAck, c.snd_una, len) == Status::kOk;
     if (sent && seq_lt(c.sack_resent, c.snd_una + len)) c.sack_resent = c.snd_una + len;
   } else if (c.fin_sent && c.snd_una == c.snd_end) {
@@ -507,7 +507,7 @@ void StreamEndpoint::resend_hole(Conn& c) noexcept {
   while (const auto* r = c.sacked.find(seq)) seq = r->end;  // what the peer holds is not resent
   const auto* above = c.sacked.next_after(seq);
   if (!above || !seq_lt(seq, c.snd_end)) return;  // no hole known below a SACKed range
-  const std::uint32_t len = std::min({mss_, above->start - seq, c.run(seq)});
+  const std::uint32_t len = std::min({c.mss, above->start - seq, c.run(seq)});
   if (send_segment(c, kAck, seq, len) != Status::kOk) return;
   c.sack_resent = seq + len;
   c.timing = false;  // Karn

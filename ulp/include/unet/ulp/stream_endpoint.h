@@ -116,6 +116,7 @@ struct StreamStats {
   std::uint32_t cwnd = 0;
   std::uint32_t ssthresh = 0;
   std::uint32_t peer_window = 0;
+  std::uint32_t mss = 0;  // the segment payload: mss() or less when the peer takes less
   StreamState state = StreamState::kClosed;
 };
 
@@ -148,7 +149,8 @@ class StreamEndpoint {
   StreamEndpoint& operator=(const StreamEndpoint&) = delete;
 
   // The core endpoint underneath (do not poll it directly), the endpoint's counters, and the
-  // largest segment payload (UD: the path MTU, RC: the buffer size, less the 20-byte header).
+  // largest segment payload (UD: the path MTU, RC: the buffer size, less the 20-byte header); a
+  // connection to a peer that takes less sends less (StreamStats::mss).
   core::Endpoint& net() noexcept { return *net_; }
   const StreamEndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t mss() const noexcept { return mss_; }
