@@ -63,7 +63,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", required=True, help="unet build directory (holds bench/unet_perf)")
     p.add_argument("--device", default=os.environ.get("UNET_DEVICE", ""), help="RDMA device (default: first)")
-    p.add_argument("--gid", type=int, default=None, help="GID index (default: chosen like perftest)")
+    p.add_argument("--gid", type=int, default=None, help="GID index (default: the library's choice, as unet_perf --limits prints it)")
     p.add_argument("--address", default=os.environ.get("UNET_RXE_ADDR0", ""),
                    help="IP address of the device's netdev, for rstream and sockperf (skipped if empty)")
     p.add_argument("--rounds", type=int, default=3)
@@ -103,27 +103,25 @@ def parse_args():
             # 77: "skipped" to ctest, unless UNET_REQUIRE_DEVICE=1 makes a missing device a failure.
             sys.exit(1 if os.environ.get("UNET_REQUIRE_DEVICE") == "1" else 77)
         a.device = devs[0]
-    if a.gid is None:
-        a.gid = perftest_gid(a.device)
     a.out = a.out or os.path.join(a.build, "compare")
     a.unet_perf = os.path.join(a.build, "bench", "unet_perf")
     if not os.access(a.unet_perf, os.X_OK):
         p.error(f"{a.unet_perf} is not built")
+    if a.gid is None:
+        a.gid = library_gid(a.unet_perf, a.device)
     return a
 
 
-def perftest_gid(device):
-    """The GID index perftest would pick: the first IPv4-mapped RoCEv2 GID, else 0."""
-    base = f"/sys/class/infiniband/{device}/ports/1"
-    try:
-        for name in sorted(os.listdir(f"{base}/gids"), key=int):
-            gid = open(f"{base}/gids/{name}").read().strip()
-            kind = open(f"{base}/gid_attrs/types/{name}").read().strip()
-            if gid.startswith("0000:0000:0000:0000:0000:ffff") and "v2" in kind:
-                return int(name)
-    except OSError:
-        pass
-    return 0
+def library_gid(unet_perf, device):
+    """The GID index the library chooses on `device` (perftest's rule: the first IPv4-mapped
+    RoCE v2 GID, else the best valid one), as unet_perf --limits prints it: one choice for
+    unet and the perftest runs it is passed to."""
+    out = subprocess.run([unet_perf, "--test", "ep_lat", "--limits", "-d", device],
+                         capture_output=True, text=True, timeout=60)
+    for line in out.stdout.splitlines():
+        if line.startswith("gid_index "):
+            return int(line.split()[1])
+    raise SystemExit(f"compare: {unet_perf} --limits chose no GID on {device}: {out.stderr.strip()}")
 
 
 class ToolError(RuntimeError):
@@ -281,7 +279,7 @@ class Runner:
                "--limits"]
         out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              timeout=self.a.timeout).stdout
-        m = re.fullmatch(r"max_size ([0-9]+)\n", out)
+        m = re.search(r"^max_size ([0-9]+)$", out, re.M)
         if not m:
             raise ToolError(f"{' '.join(cmd)}: no limit in:\n{out[-1500:]}")
         return int(m.group(1))

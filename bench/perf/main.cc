@@ -37,7 +37,9 @@
 #include "round.h"
 #include "sizing.h"
 #include "unet/core/endpoint.h"
+#include "unet/verbs/device.h"
 #include "unet/verbs/error.h"
+#include "unet/verbs/gid.h"
 
 DEFINE_string(test, "",
               "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw, dgram_lat, "
@@ -94,7 +96,8 @@ DEFINE_int32(ring_slot_bytes, 256,
              "messages go by SEND");
 DEFINE_bool(
     limits, false,
-    "print the largest -s of --test on -c for this device ('max_size N') and exit; no peer");
+    "print the largest -s of --test on -c for this device ('max_size N') and the GID index the "
+    "library chooses ('gid_index N'), and exit; no peer");
 
 using namespace unet;
 using namespace unet::perf;
@@ -304,6 +307,10 @@ int main(int argc, char** argv) {
                                  : cfg.transport == core::Transport::kUd ? max_message
                                                                          : kMaxSize;
       std::printf("max_size %llu\n", static_cast<unsigned long long>(most));
+      // The GID the library chooses (or -x's), for tools that must use the same one (compare.py
+      // gives it to perftest).
+      const auto ctx = verbs::Context::open(cfg.device);
+      std::printf("gid_index %u\n", verbs::select_gid(*ctx, cfg.ib_port, cfg.gid_index).index);
       return 0;
     }
     if (cfg.is_am())
