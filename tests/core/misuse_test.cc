@@ -287,6 +287,16 @@ TEST_P(Misuse, OnlyTheOfferingEndpointAcceptsItsOffer) {
 INSTANTIATE_TEST_SUITE_P(Transports, Misuse, ::testing::Values(Transport::kRc, Transport::kUd),
                          [](const auto& p) { return p.param == Transport::kRc ? "RC" : "UD"; });
 
+// Making an endpoint of `c` throws verbs::Error with `err`.
+void expect_refused(const EndpointConfig& c, int err) {
+  try {
+    Endpoint e(c);
+    ADD_FAILURE() << "an endpoint was made";
+  } catch (const verbs::Error& e) {
+    EXPECT_EQ(e.error_number(), err) << e.what();
+  }
+}
+
 // A configuration with no RDMA READ in flight allowed, or a service level past 15, is refused
 // before any device is opened.
 TEST(MisuseConfig, NoReadsInFlightOrAServiceLevelPast15IsRefused) {
@@ -294,14 +304,8 @@ TEST(MisuseConfig, NoReadsInFlightOrAServiceLevelPast15IsRefused) {
   no_reads.max_reads = 0;
   EndpointConfig sl16 = test::endpoint_config(Transport::kUd);
   sl16.service_level = 16;
-  for (const EndpointConfig& c : {no_reads, sl16}) {
-    try {
-      Endpoint e(c);
-      FAIL() << "an endpoint was made";
-    } catch (const verbs::Error& e) {
-      EXPECT_EQ(e.error_number(), EINVAL) << e.what();
-    }
-  }
+  expect_refused(no_reads, EINVAL);
+  expect_refused(sl16, EINVAL);
 }
 
 // A channel sends no more than the peer's buffers hold (its offer says their size): one byte more
@@ -332,12 +336,7 @@ TEST_P(Misuse, AChannelSendsNoMoreThanThePeersBuffersHold) {
 TEST_P(Misuse, AGidNetdevThatDoesNotExistIsRefused) {
   EndpointConfig c = test::endpoint_config(GetParam());
   c.netdev = "no_such_if9";
-  try {
-    Endpoint e(c);
-    FAIL() << "an endpoint was made";
-  } catch (const verbs::Error& e) {
-    EXPECT_EQ(e.error_number(), ENODEV) << e.what();
-  }
+  expect_refused(c, ENODEV);
 }
 
 // Endpoints with a service level and traffic class set talk as any others, RC and UD.
