@@ -164,11 +164,11 @@ int main(int argc, char** argv) {
     if (client) {
       sock.emplace(verbs::OobSocket::connect(host, static_cast<std::uint16_t>(FLAGS_p), timeout));
       sock->send_all(offer.local, timeout);  // the line already ends with '\n'
-      ch = ep.accept_offer(offer, sock->recv_line(timeout));
+      ch = ep.accept_offer(offer, sock->recv_line(timeout, ChannelOffer::kMaxLine));
     } else {
       verbs::OobListener listener("", static_cast<std::uint16_t>(FLAGS_p));
       sock.emplace(listener.accept(timeout));
-      ch = ep.accept_offer(offer, sock->recv_line(timeout));
+      ch = ep.accept_offer(offer, sock->recv_line(timeout, ChannelOffer::kMaxLine));
       sock->send_all(offer.local, timeout);
     }
     Side side{ep, ch, clock.ticks(timeout), ud};

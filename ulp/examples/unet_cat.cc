@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       if (ep.listen(p16) != Status::kOk) die("cannot listen on stream port " + std::to_string(port));
       verbs::OobListener l("", p16);
       verbs::OobSocket s = l.accept(60s);
-      peer = ep.accept_peer(offer, s.recv_line(timeout));
+      peer = ep.accept_peer(offer, s.recv_line(timeout, core::ChannelOffer::kMaxLine));
       s.send_all(offer.local, timeout);
       const auto end = std::chrono::steady_clock::now() + timeout;
       while (ep.accept(p16, conn) != Status::kOk) {
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     } else {
       verbs::OobSocket s = verbs::OobSocket::connect(host, p16, timeout);
       s.send_all(offer.local, timeout);
-      peer = ep.accept_peer(offer, s.recv_line(timeout));
+      peer = ep.accept_peer(offer, s.recv_line(timeout, core::ChannelOffer::kMaxLine));
       if (ep.connect(peer, p16, conn) != Status::kOk) die("connect refused locally");
       if (ep.wait(conn, timeout) != Status::kOk) die("connect timed out");
     }
