@@ -50,13 +50,20 @@ UdTag lid_tag(verbs::LinkLayer link, std::uint32_t qpn, std::uint16_t lid) noexc
   return UdTag{qpn, verbs::lid_gid(lid)};
 }
 
+// An offer line's parts: its QP half, the ring it grants ({0, 0}: none) and its endpoint's
+// buffer size (0: not said). False for a malformed line.
+bool parse_offer(std::string_view line, verbs::ConnectionInfo& info, ring::Geometry& ring,
+                 std::uint32_t& buffer) noexcept {
+  return offer::split_buffer_field(line, buffer) && ring::split_offer(line, ring) &&
+         verbs::decode(line, info) == Status::kOk;
+}
+
 }  // namespace
 
 Status offer_info(std::string_view line, verbs::ConnectionInfo& out) noexcept {
   std::uint32_t buffer = 0;
   ring::Geometry g;
-  if (!offer::split_buffer_field(line, buffer) || !ring::split_offer(line, g)) return Status::kInvalidArgument;
-  return verbs::decode(line, out);
+  return parse_offer(line, out, g, buffer) ? Status::kOk : Status::kInvalidArgument;
 }
 
 Endpoint::Endpoint(const EndpointConfig& config)
@@ -203,13 +210,11 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
   if (offer.nonce != offer_nonce_ || offer.slot >= channels_.size() ||
       channels_[offer.slot]->state != Channel::State::kOffered)
     verbs::throw_error("accept_offer", "endpoint", EINVAL, "not a pending offer of this endpoint");
-  std::string_view local_line = offer.local, peer_line = peer_half;
   ring::Geometry local_ring, peer_ring;
   verbs::ConnectionInfo local, remote;
   std::uint32_t local_buffer = 0, peer_buffer = 0;
-  if (!offer::split_buffer_field(local_line, local_buffer) || !offer::split_buffer_field(peer_line, peer_buffer) ||
-      !ring::split_offer(local_line, local_ring) || !ring::split_offer(peer_line, peer_ring) ||
-      verbs::decode(local_line, local) != Status::kOk || verbs::decode(peer_line, remote) != Status::kOk)
+  if (!parse_offer(offer.local, local, local_ring, local_buffer) ||
+      !parse_offer(peer_half, remote, peer_ring, peer_buffer))
     verbs::throw_error("accept_offer", "endpoint", EPROTO, "malformed channel offer");
   Channel& ch = *channels_[offer.slot];
   ChannelId id = offer.slot;

@@ -33,12 +33,10 @@ void Endpoint::service_device() noexcept {
           ++stats_.qp_errors;
           if (!lanes_[0]->failed) abort_lane(*lanes_[0], Status::kDeviceError);  // poll() recovers
           break;
-        case DeviceAction::kFailRcChannels:
-          for (auto& lane : lanes_)
-            if (!lane->failed) abort_lane(*lane, Status::kDeviceError);
-          break;
         case DeviceAction::kFailEndpoint:
           device_failed_ = true;
+          [[fallthrough]];
+        case DeviceAction::kFailRcChannels:  // every lane (UD: its one) fails
           for (auto& lane : lanes_)
             if (!lane->failed) abort_lane(*lane, Status::kDeviceError);
           break;
