@@ -6,8 +6,7 @@
 #include <random>
 
 #include "endpoint_impl.h"
-#include "offer_limit.h"
-#include "ring_offer.h"
+#include "offer_line.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/ud_source.h"
 
@@ -50,20 +49,12 @@ UdTag lid_tag(verbs::LinkLayer link, std::uint32_t qpn, std::uint16_t lid) noexc
   return UdTag{qpn, verbs::lid_gid(lid)};
 }
 
-// An offer line's parts: its QP half, the ring it grants ({0, 0}: none) and its endpoint's
-// buffer size (0: not said). False for a malformed line.
-bool parse_offer(std::string_view line, verbs::ConnectionInfo& info, ring::Geometry& ring,
-                 std::uint32_t& buffer) noexcept {
-  return offer::split_buffer_field(line, buffer) && ring::split_offer(line, ring) &&
-         verbs::decode(line, info) == Status::kOk;
-}
-
 }  // namespace
 
 Status offer_info(std::string_view line, verbs::ConnectionInfo& out) noexcept {
   std::uint32_t buffer = 0;
   ring::Geometry g;
-  return parse_offer(line, out, g, buffer) ? Status::kOk : Status::kInvalidArgument;
+  return offer::parse_offer(line, out, g, buffer) ? Status::kOk : Status::kInvalidArgument;
 }
 
 Endpoint::Endpoint(const EndpointConfig& config)
@@ -105,6 +96,7 @@ Endpoint::Endpoint(const EndpointConfig& config)
                                                static_cast<std::uint32_t>(Descriptor::kInlineBytes), device_inline});
   inline_post_limit_ = std::min(config_.inline_post_limit, device_inline);
   max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
+  port_active_ = port.active;
   inline_threshold_ = std::min(inline_threshold_, max_message_);  // send_inline obeys max_message()
   offer_nonce_ = random_nonce();
   // An eighth of the free queue may wait unposted, to be reposted with one doorbell.
@@ -213,8 +205,8 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
   ring::Geometry local_ring, peer_ring;
   verbs::ConnectionInfo local, remote;
   std::uint32_t local_buffer = 0, peer_buffer = 0;
-  if (!parse_offer(offer.local, local, local_ring, local_buffer) ||
-      !parse_offer(peer_half, remote, peer_ring, peer_buffer))
+  if (!offer::parse_offer(offer.local, local, local_ring, local_buffer) ||
+      !offer::parse_offer(peer_half, remote, peer_ring, peer_buffer))
     verbs::throw_error("accept_offer", "endpoint", EPROTO, "malformed channel offer");
   Channel& ch = *channels_[offer.slot];
   ChannelId id = offer.slot;
@@ -321,8 +313,18 @@ verbs::QpConfig Endpoint::rc_qp_config() const {
   return qc;
 }
 
+// rdma_cm resolves the path, service level included: a configured one would be dropped unseen.
+void Endpoint::refuse_cm_service_level(const char* op) const {
+  if (config_.service_level != 0)
+    verbs::throw_error(op, "endpoint", EINVAL,
+                       "rdma_cm takes the service level from the path it resolves; service_level " +
+                           std::to_string(config_.service_level) +
+                           " applies to out-of-band channels only (set traffic_class for rdma_cm)");
+}
+
 std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) {
   if (config_.transport != Transport::kRc) verbs::throw_error("listen_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
+  refuse_cm_service_level("listen_cm");
   v_->listener = std::make_unique<verbs::CmListener>(address, port);
   return v_->listener->port();
 }
@@ -337,16 +339,18 @@ ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout, const ChannelOp
 ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
                                const ChannelOptions& options) {
   if (config_.transport != Transport::kRc) verbs::throw_error("connect_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
+  refuse_cm_service_level("connect_cm");
   if (channels_.size() >= config_.max_channels) verbs::throw_error("connect_cm", "endpoint", ENOSPC, "max_channels reached");
   return open_cm(timeout, options, [&](const verbs::CmParams& p) {
     return verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p);
   });
 }
 
-// An rdma_cm channel: our ring (unless `options` say none) granted in the private data of the
-// request or the accept, whatever the peer's says, as an offer line grants it; the connection
-// made by `connect`; then a ring channel when both ends granted a ring. A failure, or the peer's
-// malformed grant, drops our ring and the connection (its destructor disconnects) and throws.
+// An rdma_cm channel: our ring (unless `options` say none) and our buffer size in the private
+// data of the request or the accept, whatever the peer's says, as an offer line carries them; the
+// connection made by `connect`; then a ring channel when both ends granted a ring. A failure, or
+// the peer's malformed private data, drops our ring and the connection (its destructor
+// disconnects) and throws.
 ChannelId Endpoint::open_cm(std::chrono::milliseconds timeout, const ChannelOptions& options,
                             const CmConnect& connect) {
   auto ch = std::make_unique<Channel>();
@@ -360,15 +364,14 @@ ChannelId Endpoint::open_cm(std::chrono::milliseconds timeout, const ChannelOpti
     p.initiator_depth = config_.max_reads;  // clamped by verbs, as below
     p.responder_resources = 255;            // all the device takes
     if (config_.traffic_class != 0) p.tos = config_.traffic_class;
-    p.private_data = ring_grant(*ch);
+    p.private_data = cm_private_data(*ch);
     ch->cm = connect(p);
-    open_cm_ring(*ch, id);
+    apply_cm_private_data(*ch, id);
   } catch (...) {
     drop_unopened_ring(*ch);
     throw;
   }
   ch->lane = add_lane(ch->cm->qp(), id);
-  ch->max_message = max_message_;  // the CM's private data carries no buffer size
   (void)v_->tags.add(ch->cm->qp().qp_num(), id);
   last_rc_qpn_ = 0;
   ch->state = Channel::State::kOpen;

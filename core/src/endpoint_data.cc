@@ -49,7 +49,8 @@ Status Endpoint::probe(ChannelId ch) noexcept {
 UNET_ALWAYS_INLINE Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
   if (Status s = channel_status(ch); s != Status::kOk) return s;
-  if (payload.empty() || payload.size() > inline_threshold_) return Status::kInvalidArgument;
+  if (payload.empty() || payload.size() > inline_threshold_ || payload.size() > channels_[ch]->max_message)
+    return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
   compose_inline(*d, ch, payload, flags, imm);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "endpoint_impl.h"
+#include "offer_limit.h"
 #include "ring_offer.h"
 #include "unet/verbs/error.h"
 
@@ -80,21 +81,34 @@ void Endpoint::offer_ring(Channel& ch, std::string& offer_line) {
   offer_line.insert(offer_line.size() - 1, ring::encode_field({ch.ring->slots, ch.ring->slot_bytes}));
 }
 
-// rdma_cm: our ring as the private data of the connect request or the accept (none: no ring).
-std::vector<std::byte> Endpoint::ring_grant(const Channel& ch) const {
-  if (!ch.ring) return {};
-  const verbs::RemoteKey key = ch.ring->remote_mr->remote_key();
-  std::vector<std::byte> out(ring::kGrantBytes);
-  ring::encode_grant({{ch.ring->slots, ch.ring->slot_bytes}, key.addr, key.rkey},
-                     std::span<std::byte, ring::kGrantBytes>(out.data(), ring::kGrantBytes));
+// rdma_cm: the private data of the connect request or the accept: our ring (none: no ring), then
+// our buffer size (offer_limit.h).
+std::vector<std::byte> Endpoint::cm_private_data(const Channel& ch) const {
+  std::vector<std::byte> out(ring::kGrantBytes + offer::kBufferBlockBytes);
+  std::size_t at = 0;
+  if (ch.ring) {
+    const verbs::RemoteKey key = ch.ring->remote_mr->remote_key();
+    ring::encode_grant({{ch.ring->slots, ch.ring->slot_bytes}, key.addr, key.rkey},
+                       std::span<std::byte, ring::kGrantBytes>(out.data(), ring::kGrantBytes));
+    at = ring::kGrantBytes;
+  }
+  offer::encode_buffer_block(config_.buffer_bytes,
+                             std::span<std::byte, offer::kBufferBlockBytes>(out.data() + at, offer::kBufferBlockBytes));
+  out.resize(at + offer::kBufferBlockBytes);
   return out;
 }
 
-// rdma_cm, connected: a ring channel when both ends granted a ring; else ours goes now.
-void Endpoint::open_cm_ring(Channel& ch, ChannelId id) {
+// rdma_cm, connected: the peer's buffer size bounds the channel; a ring channel when both ends
+// granted a ring, else ours goes now.
+void Endpoint::apply_cm_private_data(Channel& ch, ChannelId id) {
+  const std::span<const std::byte> data = ch.cm->peer_private_data();
   ring::Grant peer;
-  if (!ring::decode_grant(ch.cm->peer_private_data(), peer))
+  if (!ring::decode_grant(data, peer))
     verbs::throw_error("rdma_cm", "ring channel", EPROTO, "the peer's ring grant is malformed");
+  std::uint32_t peer_buffer = 0;
+  if (!offer::decode_buffer_block(data.subspan(peer.geometry.slots != 0 ? ring::kGrantBytes : 0), peer_buffer))
+    verbs::throw_error("rdma_cm", "channel", EPROTO, "the peer's buffer size is malformed");
+  ch.max_message = offer::channel_limit(max_message_, false, 0, peer_buffer);
   if (!ch.ring) return;
   if (peer.geometry.slots == 0) {
     drop_unopened_ring(ch);

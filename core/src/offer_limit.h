@@ -5,14 +5,18 @@
 // line's path MTU (UD: one message is one packet) it bounds what a channel may send, so that two
 // ends with different MTUs or buffer sizes refuse an oversize message at the sender instead of
 // losing it on the wire or failing it at the receiver. A line without the field (an older peer)
-// bounds nothing.
+// bounds nothing. An rdma_cm channel carries the size in its private data instead (below).
 #pragma once
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "unet/core/little_endian.h"
 
 namespace unet::core::offer {
 
@@ -43,6 +47,31 @@ inline bool split_buffer_field(std::string_view& line, std::uint32_t& bytes) noe
   std::uint32_t v = 0;
   if (std::from_chars(f.data(), f.data() + f.size(), v, 16).ec != std::errc{} || v > kMaxBuffer) return false;
   line = line.substr(0, at);
+  bytes = v;
+  return true;
+}
+
+// rdma_cm: the buffer size in the private data of the connect request or its reply, after the
+// ring grant when there is one (ring_offer.h): magic (4) · bytes (4), little-endian.
+inline constexpr std::size_t kBufferBlockBytes = 8;
+inline constexpr std::uint32_t kBufferMagic = 0x66754255;  // "UBuf"
+
+inline void encode_buffer_block(std::uint32_t bytes, std::span<std::byte, kBufferBlockBytes> out) noexcept {
+  store_le(out.data(), kBufferMagic);
+  store_le(out.data() + 4, bytes);
+}
+
+// Reads the block at the start of `in`. Returns false for one that starts with the magic but is
+// cut short or names 0 or more than kMaxBuffer bytes; `bytes` is then untouched. Data without the
+// magic (the CM's zero padding: an older peer) is not an error: `bytes` becomes 0 (unknown).
+inline bool decode_buffer_block(std::span<const std::byte> in, std::uint32_t& bytes) noexcept {
+  if (in.size() < 4 || load_le<std::uint32_t>(in.data()) != kBufferMagic) {
+    bytes = 0;
+    return true;
+  }
+  if (in.size() < kBufferBlockBytes) return false;
+  const auto v = load_le<std::uint32_t>(in.data() + 4);
+  if (v == 0 || v > kMaxBuffer) return false;
   bytes = v;
   return true;
 }

@@ -473,5 +473,63 @@ TEST(EndpointRc, ChannelsThroughRdmaCm) {
   EXPECT_THROW((void)lonely.accept_cm(100ms), verbs::Error) << "accept without listen";
 }
 
+// An rdma_cm channel knows the peer's buffer size from the connection's private data, as an
+// offer line states it, with a ring grant before it or without one: the largest message the peer
+// takes arrives, one byte more is refused at the sender.
+TEST(EndpointRc, AnRdmaCmChannelSendsNoMoreThanThePeersBuffersHold) {
+  UNET_REQUIRE_DEVICE();
+  UNET_REQUIRE_CM_ADDRESS();
+  const std::string addr = test::cm_address();
+  for (const bool ring : {true, false}) {
+    SCOPED_TRACE(ring ? "ring channel" : "no ring");
+    EndpointConfig small = config(Transport::kRc);
+    small.buffer_bytes = 512;
+    Endpoint server(small), client(config(Transport::kRc));
+    const std::uint16_t port = server.listen_cm(addr, 0);
+    ChannelOptions options;
+    options.ring = ring;
+    ChannelId sc = kNoChannel;
+    std::thread acceptor([&] { sc = server.accept_cm(10s, options); });
+    const ChannelId cc = client.connect_cm(addr, port, 10s, options);
+    acceptor.join();
+    ASSERT_NE(sc, kNoChannel);
+    EXPECT_EQ(client.ring_channel(cc), ring);
+    EXPECT_EQ(client.max_message(cc), 512u) << "the server's buffer size bounds the client";
+    EXPECT_EQ(server.max_message(sc), 512u) << "its own is the smaller";
+    const std::uint64_t sent = client.stats().sent;
+    EXPECT_EQ(test::send_bytes(client, cc, test::pattern(513, 1)), Status::kInvalidArgument);
+    EXPECT_EQ(client.stats().sent, sent) << "a refused send went out";
+    for (std::uint64_t seed = 2; seed < 4; ++seed) {
+      const auto m = test::pattern(512, seed);
+      ASSERT_EQ(test::send_bytes(client, cc, m), Status::kOk);
+      Descriptor d;
+      ASSERT_TRUE(wait_receive(client, server, d)) << "the largest message was lost";
+      EXPECT_EQ(d.channel, sc);
+      EXPECT_EQ(test::take(server, d), m);
+    }
+    EXPECT_EQ(server.stats().recv_errors, 0u);
+    EXPECT_EQ(client.stats().send_errors, 0u);
+  }
+}
+
+// rdma_cm takes the service level from the path it resolves: an endpoint configured with one
+// refuses rdma_cm channels with EINVAL before any connection is tried, instead of dropping it.
+TEST(EndpointRc, RdmaCmRefusesAServiceLevelItCannotApply) {
+  UNET_REQUIRE_DEVICE();
+  EndpointConfig c = config(Transport::kRc);
+  c.service_level = 3;
+  Endpoint ep(c);
+  for (int step = 0; step < 2; ++step) {
+    try {
+      if (step == 0) (void)ep.listen_cm("127.0.0.1", 0);
+      else (void)ep.connect_cm("127.0.0.1", 1, 1s);
+      FAIL() << "step " << step << " took a service level rdma_cm ignores";
+    } catch (const verbs::Error& e) {
+      EXPECT_EQ(e.error_number(), EINVAL) << e.what();
+    }
+  }
+  EXPECT_EQ(ep.stats().sent, 0u);
+}
+
 }  // namespace
 }  // namespace unet::core

@@ -19,32 +19,9 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using test::connect_endpoints;
-
-std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed * 131 + i * 7);
-  return v;
-}
-
-// Sends `bytes` on `ch` from a segment buffer (any size up to max_message()).
-Status send_bytes(Endpoint& ep, ChannelId ch, const std::vector<std::byte>& bytes) {
-  BufferId b = kNoBuffer;
-  if (Status s = ep.acquire_buffer(b); s != Status::kOk) return s;
-  std::memcpy(ep.buffer(b).data(), bytes.data(), bytes.size());
-  const Status s = ep.send(ch, b, static_cast<std::uint32_t>(bytes.size()));
-  if (s != Status::kOk) (void)ep.release(b);
-  return s;
-}
-
-// The bytes of an arrival (inline or in its buffer, which goes back).
-std::vector<std::byte> take(Endpoint& ep, const Descriptor& d) {
-  const std::byte* p = d.is_inline() ? d.data : ep.buffer(d.buffer).data();
-  std::vector<std::byte> v(p, p + d.length);
-  if (!d.is_inline()) {
-    EXPECT_EQ(ep.release(d.buffer), Status::kOk);
-  }
-  return v;
-}
+using test::pattern;
+using test::send_bytes;
+using test::take;
 
 // Polls until poll() reports no work twice in a row: every freed buffer is posted again.
 void settle(Endpoint& ep) {
@@ -326,6 +303,28 @@ TEST_P(Misuse, AChannelSendsNoMoreThanThePeersBuffersHold) {
   EXPECT_TRUE(fingerprint(a) == before);
   const auto m = pattern(512, 4);
   ASSERT_EQ(send_bytes(a, ab, m), Status::kOk);
+  Descriptor d;
+  ASSERT_TRUE(test::wait_receive(a, b, d));
+  EXPECT_EQ(take(b, d), m);
+  EXPECT_EQ(b.stats().recv_errors, 0u);
+}
+
+// An inline send is bound by the peer's buffers too: one that fits our inline threshold but not
+// the peer's 32-byte buffers is refused with nothing changed; the largest the peer takes arrives.
+TEST_P(Misuse, AnInlineSendIsBoundByThePeersBuffersToo) {
+  EndpointConfig ours = test::endpoint_config(GetParam()), tiny = ours;
+  tiny.buffer_bytes = 32;
+  Endpoint a(ours), b(tiny);
+  const auto [ab, ba] = connect_endpoints(a, b);
+  (void)ba;
+  ASSERT_GT(a.inline_threshold(), 33u);
+  EXPECT_EQ(a.max_message(ab), 32u);
+  settle(a);
+  const std::string before = fingerprint(a);
+  EXPECT_EQ(a.send_inline(ab, pattern(33, 5)), Status::kInvalidArgument);
+  EXPECT_TRUE(fingerprint(a) == before);
+  const auto m = pattern(32, 6);
+  ASSERT_EQ(a.send_inline(ab, m), Status::kOk);
   Descriptor d;
   ASSERT_TRUE(test::wait_receive(a, b, d));
   EXPECT_EQ(take(b, d), m);

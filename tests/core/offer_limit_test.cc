@@ -1,6 +1,8 @@
 // Unit: the buffer-size field of a channel offer and the per-channel message limit.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -39,6 +41,37 @@ TEST(OfferLimit, MalformedOrOutOfRangeFieldsAreRefusedWithNothingChanged) {
     EXPECT_EQ(got, 7u) << bad;
     EXPECT_EQ(v, line) << bad;
   }
+}
+
+TEST(OfferLimit, TheCmBlockRoundTripsAndPaddingStatesNoBuffer) {
+  std::array<std::byte, kBufferBlockBytes> block{};
+  for (std::uint32_t bytes : {1u, 512u, 65536u, kMaxBuffer}) {
+    encode_buffer_block(bytes, block);
+    std::uint32_t got = 7;
+    ASSERT_TRUE(decode_buffer_block(block, got));
+    EXPECT_EQ(got, bytes);
+  }
+  const std::array<std::byte, 56> padding{};  // what the CM delivers from a peer that sent none
+  std::uint32_t got = 7;
+  ASSERT_TRUE(decode_buffer_block(padding, got));
+  EXPECT_EQ(got, 0u);
+  got = 7;
+  ASSERT_TRUE(decode_buffer_block({}, got));
+  EXPECT_EQ(got, 0u);
+}
+
+TEST(OfferLimit, AMalformedCmBlockIsRefusedWithNothingChanged) {
+  std::array<std::byte, kBufferBlockBytes> block{};
+  for (std::uint32_t bytes : {0u, kMaxBuffer + 1, 0xffffffffu}) {
+    encode_buffer_block(bytes, block);
+    std::uint32_t got = 7;
+    EXPECT_FALSE(decode_buffer_block(block, got)) << bytes;
+    EXPECT_EQ(got, 7u);
+  }
+  encode_buffer_block(512, block);
+  std::uint32_t got = 7;
+  EXPECT_FALSE(decode_buffer_block(std::span<const std::byte>(block).first(6), got)) << "cut short";
+  EXPECT_EQ(got, 7u);
 }
 
 TEST(OfferLimit, AChannelSendsNoMoreThanBothEndsTake) {

@@ -47,30 +47,6 @@ class NetdevMtu {
   std::string rxe_, netdev_;
 };
 
-std::vector<std::byte> pattern(std::size_t n, int seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(seed * 37 + i * 11);
-  return v;
-}
-
-Status send_bytes(core::Endpoint& ep, core::ChannelId ch, const std::vector<std::byte>& bytes) {
-  core::BufferId b = core::kNoBuffer;
-  if (Status s = ep.acquire_buffer(b); s != Status::kOk) return s;
-  std::memcpy(ep.buffer(b).data(), bytes.data(), bytes.size());
-  const Status s = ep.send(ch, b, static_cast<std::uint32_t>(bytes.size()));
-  if (s != Status::kOk) (void)ep.release(b);
-  return s;
-}
-
-std::vector<std::byte> take(core::Endpoint& ep, const core::Descriptor& d) {
-  const std::byte* p = d.is_inline() ? d.data : ep.buffer(d.buffer).data();
-  std::vector<std::byte> v(p, p + d.length);
-  if (!d.is_inline()) {
-    EXPECT_EQ(ep.release(d.buffer), Status::kOk);
-  }
-  return v;
-}
-
 TEST(MtuMismatch, AUdChannelCarriesTheSmallerMtuAndRefusesMore) {
   UNET_REQUIRE_TWO_DEVICES();
   const std::vector<std::string> devs = words("UNET_RXE_DEVS2");

@@ -1,9 +1,11 @@
 // Helpers for core/ device tests: an endpoint configuration on the test device, a channel between
-// two endpoints of one process, and a bounded wait for an arrival.
+// two endpoints of one process, a bounded wait for an arrival, and messages with known bytes.
 #pragma once
 
 #include <chrono>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "device_env.h"
 #include "unet/core/endpoint.h"
@@ -59,6 +61,34 @@ inline bool wait_receive(core::Endpoint& src, core::Endpoint& dst, core::Descrip
     if (dst.receive(out) == Status::kOk) return true;
   }
   return false;
+}
+
+// `n` bytes that differ with `seed` and along the message.
+inline std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
+  return v;
+}
+
+// Sends `bytes` on `ch` from a segment buffer (any size up to max_message(ch)); the buffer goes
+// back when the send is refused.
+inline Status send_bytes(core::Endpoint& ep, core::ChannelId ch, const std::vector<std::byte>& bytes) {
+  core::BufferId b = core::kNoBuffer;
+  if (Status s = ep.acquire_buffer(b); s != Status::kOk) return s;
+  std::memcpy(ep.buffer(b).data(), bytes.data(), bytes.size());
+  const Status s = ep.send(ch, b, static_cast<std::uint32_t>(bytes.size()));
+  if (s != Status::kOk) (void)ep.release(b);
+  return s;
+}
+
+// The bytes of an arrival (inline or in its buffer, which goes back).
+inline std::vector<std::byte> take(core::Endpoint& ep, const core::Descriptor& d) {
+  const std::byte* p = d.is_inline() ? d.data : ep.buffer(d.buffer).data();
+  std::vector<std::byte> v(p, p + d.length);
+  if (!d.is_inline()) {
+    EXPECT_EQ(ep.release(d.buffer), Status::kOk);
+  }
+  return v;
 }
 
 }  // namespace unet::test

@@ -6,8 +6,7 @@
 #include <stdexcept>
 
 #include "device_env.h"
-#include "offer_limit.h"
-#include "ring_offer.h"
+#include "offer_line.h"
 #include "unet/verbs/connection_info.h"
 
 namespace unet::test {
@@ -88,8 +87,7 @@ void RawPeer::connect(std::string_view endpoint_line) {
   core::ring::Geometry g;
   verbs::ConnectionInfo remote;
   std::uint32_t buffer = 0;  // the endpoint's buffer size: what the tests send stays below it
-  if (!core::offer::split_buffer_field(endpoint_line, buffer) || !core::ring::split_offer(endpoint_line, g) ||
-      verbs::decode(endpoint_line, remote) != Status::kOk)
+  if (!core::offer::parse_offer(endpoint_line, remote, g, buffer))
     throw std::invalid_argument("RawPeer: bad line");
   endpoint_ring_ = {};
   if (ring_mr_ && g.slots != 0)

@@ -42,10 +42,4 @@ struct UamPair {
   bool step() { return pump([] { return true; }); }
 };
 
-inline std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
-  return v;
-}
-
 }  // namespace unet::test

@@ -114,7 +114,8 @@ struct EndpointConfig {
   // handle (0..15; IB picks the virtual lane from it) and the traffic class of their GRH (RoCE:
   // DSCP << 2 | ECN, from which the switch and NIC choose the priority that PFC protects; rdma_cm
   // connections ask it as their type of service). 0 is the fabric's default, lossy on most RoCE
-  // set-ups.
+  // set-ups. rdma_cm takes the service level from the path it resolves: an endpoint with one set
+  // refuses rdma_cm channels (EINVAL) rather than ignore it.
   std::uint8_t service_level = 0;
   std::uint8_t traffic_class = 0;
   // RC: RDMA READs in flight per channel (positive; clamped to the device: mlx5 allows 16). A
@@ -198,7 +199,7 @@ struct ChannelOffer {
   std::uint64_t nonce = 0;
 };
 
-// How often uam's and ulp's stream poll() call Endpoint::service_channels() for their endpoint.
+// How often uam's and ulp's poll() call Endpoint::service_channels() for their endpoint.
 inline constexpr std::chrono::milliseconds kServiceInterval{100};
 
 // The endpoint itself (see the top of this file).
@@ -223,8 +224,8 @@ class Endpoint {
   // inline_threshold() is never above it.
   std::uint32_t max_message() const noexcept { return max_message_; }
   // The largest message on open channel `ch`: max_message() within the peer's buffer size and,
-  // on UD, its path MTU, as its offer states them (an rdma_cm channel: max_message()). Sends on
-  // the channel refuse more. 0 for a channel that is not open.
+  // on UD, its path MTU, as its offer (or an rdma_cm channel's private data) states them. Sends
+  // on the channel refuse more. 0 for a channel that is not open.
   std::uint32_t max_message(ChannelId ch) const noexcept;
   // The largest RDMA WRITE or READ: the port's max_msg_sz (rxe 8 MiB, mlx5 1 GiB), at most 2 GiB.
   std::uint64_t max_rdma() const noexcept { return max_rdma_; }
@@ -239,7 +240,7 @@ class Endpoint {
   // RC channels through rdma_cm instead of an out-of-band exchange: listen on an IP address of the
   // endpoint's device (port 0: any free one; returns the port), accept one channel, or connect to
   // a listening endpoint. Each step waits at most `timeout`, then throws verbs::Error (EPROTO for
-  // a peer's malformed ring grant).
+  // a peer's malformed private data; EINVAL with a service_level set, which rdma_cm cannot take).
   std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
   ChannelId accept_cm(std::chrono::milliseconds timeout, const ChannelOptions& options = {});
   ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
@@ -258,9 +259,10 @@ class Endpoint {
   // peers closed.
   int service_channels() noexcept;
   // What the device's asynchronous events said, as of the last service_channels() (which reads
-  // them: see below). port_active(): our port is ACTIVE (a PORT_ERR clears it, PORT_ACTIVE sets
-  // it). gid_current(): our GID is still at its index (checked at each GID_CHANGE: on RoCE an
-  // address removed takes its GID away; channels made since need the new one). device_failed():
+  // them: see below). port_active(): our port is ACTIVE (as queried when the endpoint was made;
+  // a PORT_ERR clears it, PORT_ACTIVE sets it). gid_current(): our GID is still at its index
+  // (checked at each GID_CHANGE: on RoCE an address removed takes its GID away; channels made
+  // since need the new one). device_failed():
   // our CQ overran or the device had a fatal error; every channel failed and poll() returns -1.
   bool port_active() const noexcept { return port_active_; }
   bool gid_current() const noexcept { return gid_current_; }
@@ -433,8 +435,9 @@ class Endpoint {
   // endpoint_data.cc (inlined into poll() and post_pending_sends()).
   bool make_ring(Channel& ch);
   void offer_ring(Channel& ch, std::string& offer_line);
-  std::vector<std::byte> ring_grant(const Channel& ch) const;
-  void open_cm_ring(Channel& ch, ChannelId id);
+  void refuse_cm_service_level(const char* op) const;
+  std::vector<std::byte> cm_private_data(const Channel& ch) const;
+  void apply_cm_private_data(Channel& ch, ChannelId id);
   void drop_unopened_ring(Channel& ch) noexcept;
   void open_ring(Channel& ch, ChannelId id, const void* peer_memory, std::uint32_t peer_slots,
                  std::uint32_t peer_slot_bytes);
