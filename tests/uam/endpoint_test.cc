@@ -244,6 +244,52 @@ TEST_P(UamTransport, CoalescedBurstArrivesWholeAndInOrder) {
   }
 }
 
+// A peer with smaller buffers bounds the channel: max_payload(ch, n) says how much, more is
+// refused with nothing sent, the largest arrives intact, and a coalesced burst never builds a
+// packet the peer cannot take (before, packets grew to our own 4 KiB and the channel failed).
+TEST_P(UamTransport, AChannelCarriesNoMoreThanThePeersBuffersHold) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig small = net_config(GetParam());
+  small.buffer_bytes = 512;
+  Config cfg;
+  cfg.window = 16;
+  cfg.coalesce = true;
+  Pair p(net_config(GetParam()), small, cfg);
+  const std::uint32_t most = 512 - static_cast<std::uint32_t>(header_bytes(1));
+  EXPECT_EQ(p.a.max_payload(p.ab, 1), most);
+  EXPECT_EQ(p.b.max_payload(p.ba, 1), most);
+  EXPECT_EQ(p.a.max_payload(p.ab + 7, 1), 0u) << "no such channel";
+  const std::uint64_t word = 99;
+  EXPECT_EQ(p.a.request(p.ab, kSink, std::span(&word, 1), pattern(most + 1, 1)), Status::kInvalidArgument);
+  EXPECT_EQ(p.a.stats().requests_sent, 0u);
+  std::uint64_t handled = 0, ok = 0;
+  ASSERT_EQ(p.b.on_request(kSink,
+                           [&](Token&, const Message& m) {
+                             EXPECT_EQ(m.args.size(), 1u);
+                             if (m.args.size() == 1) {
+                               EXPECT_EQ(m.args[0], handled) << "out of order";
+                               const auto want = m.args[0] == 0 ? pattern(most, 2) : pattern(100 + m.args[0], m.args[0]);
+                               EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), want.begin(), want.end()))
+                                   << m.args[0];
+                             }
+                             ++handled;
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
+  p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
+  constexpr std::uint64_t kBurst = 16;
+  for (std::uint64_t i = 0; i < kBurst; ++i) {
+    const auto body = i == 0 ? pattern(most, 2) : pattern(100 + i, i);
+    ASSERT_EQ(p.a.request(p.ab, kSink, std::span(&i, 1), body, i), Status::kOk) << i;
+  }
+  ASSERT_TRUE(p.pump([&] { return ok == kBurst; })) << ok << " of " << kBurst << " completed";
+  EXPECT_EQ(handled, kBurst);
+  EXPECT_GT(p.a.stats().coalesced, 0u);
+  EXPECT_EQ(p.b.net().stats().recv_errors, 0u);
+  EXPECT_EQ(p.a.net().stats().send_errors, 0u);
+  EXPECT_EQ(p.b.stats().protocol_errors(), 0u);
+}
+
 // Handlers that keep messages of one coalesced packet share its buffer, which holds one credit
 // (the packet took one receive buffer): each releases it once, it goes back with the last
 // release, and only then does its credit.

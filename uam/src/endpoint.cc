@@ -66,7 +66,15 @@ static void check_budget(std::size_t open, std::uint32_t budget, const core::End
 
 ChannelId Endpoint::adopt(ChannelId ch) {
   if (ch >= peers_.size()) throw std::out_of_range("uam::Endpoint: channel id beyond max_channels");
-  auto p = std::make_unique<Peer>(ch, config_, config_.reliability, ud_, net_->max_message());
+  // The peer's MTU or buffers may bound the channel below ours; every header must still fit.
+  const std::uint32_t limit = net_->max_message(ch);
+  if (limit < header_bytes(kMaxArgs)) {
+    (void)net_->close_channel(ch);
+    throw std::length_error("uam::Endpoint: the channel carries at most " + std::to_string(limit) +
+                            " bytes (the peer's MTU or buffer size); a message header with " +
+                            std::to_string(kMaxArgs) + " words needs " + std::to_string(header_bytes(kMaxArgs)));
+  }
+  auto p = std::make_unique<Peer>(ch, config_, config_.reliability, ud_, limit);
   p->last_heard = now();
   p->probe_interval = config_.reliability.rto_initial;
   peers_[ch] = std::move(p);

@@ -37,17 +37,18 @@ struct Endpoint::Peer {
     bool replied = false;
   };
 
-  Peer(ChannelId c, const Config& cfg, const ReliabilityConfig& rel, bool ud, std::uint32_t max_message)
-      : ch(c), credits(cfg.window), rx(rel) {
+  Peer(ChannelId c, const Config& cfg, const ReliabilityConfig& rel, bool ud, std::uint32_t limit)
+      : ch(c), max_message(limit), credits(cfg.window), rx(rel) {
     if (!ud) return;
     tx = std::make_unique<ReliableSender>(rel);
     copy_mask = std::bit_ceil(rel.window) - 1;
-    slot_bytes = max_message;
+    slot_bytes = limit;
     copies = std::make_unique<std::byte[]>(std::size_t{copy_mask + 1} * slot_bytes);
     copy_len = std::make_unique<std::uint32_t[]>(copy_mask + 1);
   }
 
   ChannelId ch;
+  std::uint32_t max_message;  // core's limit for this channel: within the peer's MTU and buffers
   bool open = true;
   CreditWindow credits;
   ReliableReceiver rx;

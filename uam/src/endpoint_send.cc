@@ -35,7 +35,7 @@ Status Endpoint::put(Peer& p, const Header& h, std::span<const std::byte> body,
   std::byte* at = nullptr;
   core::BufferId b = core::kNoBuffer;
   if (p.bundle != core::kNoBuffer) {
-    if (p.bundle_len + total <= net_->max_message()) {
+    if (p.bundle_len + total <= p.max_message) {
       std::byte* base = net_->buffer(p.bundle).data();
       set_more(base + p.bundle_last);
       at = base + p.bundle_len;
@@ -103,7 +103,9 @@ Status Endpoint::put_bytes(ChannelId ch, std::span<const std::byte> message) noe
   core::BufferId b;
   if (Status s = net_->acquire_buffer(b); s != Status::kOk) return s;
   std::memcpy(net_->buffer(b).data(), message.data(), message.size());
-  return net_->send(ch, b, static_cast<std::uint32_t>(message.size()));
+  const Status s = net_->send(ch, b, static_cast<std::uint32_t>(message.size()));
+  if (s != Status::kOk) (void)net_->release(b);
+  return s;
 }
 
 // Numbers, stamps and sends a message of any sequenced kind (room() was checked). The header
@@ -167,7 +169,9 @@ Status Endpoint::check_send(ChannelId ch, std::span<const std::uint64_t> args, s
   Peer* p = peer(ch);
   if (!p) return Status::kNotFound;
   if (!p->open) return Status::kClosed;
-  if (args.size() > kMaxArgs || payload > max_payload(args.size())) return Status::kInvalidArgument;
+  if (args.size() > kMaxArgs || payload > max_payload(args.size()) ||
+      header_bytes(args.size()) + payload > p->max_message)
+    return Status::kInvalidArgument;
   out = p;
   return Status::kOk;
 }

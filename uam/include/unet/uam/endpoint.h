@@ -133,8 +133,9 @@ class Endpoint {
   const Stats& stats() const noexcept { return stats_; }
 
   // --- channels: core's set-up calls, plus the active-message state (throw on failure) ---
-  // Opening a channel throws when the receive-buffer budget is exceeded: open channels *
-  // (2W + ceil(W/2) + 2) + the repost batch must fit in core's free_queue_depth.
+  // Opening a channel throws when the receive-buffer budget is exceeded (open channels *
+  // (2W + ceil(W/2) + 2) + the repost batch must fit in core's free_queue_depth), or when the
+  // peer's MTU or buffer size leaves the channel no room for a header with four words.
   core::ChannelOffer offer_channel(const core::ChannelOptions& options = {});
   ChannelId accept_offer(const core::ChannelOffer& offer, std::string_view peer_half);
   std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
@@ -158,16 +159,19 @@ class Endpoint {
   void on_completion(CompletionHandler fn);
 
   // --- data path ---
-  // Largest payload a request or reply with `arg_count` words may carry (medium limit).
+  // Largest payload a request or reply with `arg_count` words may carry (medium limit): on any
+  // channel, and on channel `ch`, whose peer's MTU or buffer size may bound it lower (0 for no
+  // such channel).
   std::uint32_t max_payload(std::size_t arg_count) const noexcept {
-    if (arg_count > kMaxArgs) return 0;
-    const std::size_t room = net_->max_message() - header_bytes(arg_count);
-    return static_cast<std::uint32_t>(room < kMaxPayload ? room : kMaxPayload);
+    return payload_room(net_->max_message(), arg_count);
+  }
+  std::uint32_t max_payload(ChannelId ch, std::size_t arg_count) const noexcept {
+    return payload_room(net_->max_message(ch), arg_count);
   }
   // Queues a request to run `handler` at the peer; it goes out at the next poll() (or flush()), so
   // a burst of requests leaves with one doorbell. kNoResource (nothing queued, retry after poll())
   // when the channel has no credit or the send path no room; kInvalidArgument for more than 4
-  // words or a payload over max_payload(); kClosed on a closed or failed channel.
+  // words or a payload over max_payload(ch, words); kClosed on a closed or failed channel.
   Status request(ChannelId ch, HandlerId handler, std::span<const std::uint64_t> args,
                  std::span<const std::byte> payload = {}, std::uint64_t cookie = 0) noexcept;
   // From inside a request handler: answers its request, running reply handler `handler` at the
@@ -206,6 +210,11 @@ class Endpoint {
   struct Peer;
   struct Packet;
   struct Get;
+  static std::uint32_t payload_room(std::uint32_t max_message, std::size_t arg_count) noexcept {
+    if (arg_count > kMaxArgs || max_message < header_bytes(arg_count)) return 0;
+    const std::size_t room = max_message - header_bytes(arg_count);
+    return static_cast<std::uint32_t>(room < kMaxPayload ? room : kMaxPayload);
+  }
   // endpoint_send.cc
   Status room(std::size_t bytes, bool reserve) const noexcept;
   // Whether `n` send-queue slots are free beside the one each open coalesced packet keeps.
