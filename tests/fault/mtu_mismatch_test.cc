@@ -3,7 +3,8 @@
 // MTU, rxe2's end would send 4 KiB UD packets the 1500-byte side cannot take. Each end's offer
 // states its MTU and buffer size, so a UD channel between them carries at most 1024 bytes either
 // way: the largest message arrives intact both ways, one byte more is refused at the sender with
-// nothing changed.
+// nothing changed; active messages and datagrams over UD size their messages and fragments the
+// same way.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -17,6 +18,8 @@
 #include "link_down.h"
 #include "netem.h"
 #include "unet/core/endpoint.h"
+#include "unet/uam/endpoint.h"
+#include "unet/ulp/datagram_endpoint.h"
 #include "unet/verbs/device.h"
 
 namespace unet::test {
@@ -47,13 +50,23 @@ class NetdevMtu {
   std::string rxe_, netdev_;
 };
 
-TEST(MtuMismatch, AUdChannelCarriesTheSmallerMtuAndRefusesMore) {
-  UNET_REQUIRE_TWO_DEVICES();
-  const std::vector<std::string> devs = words("UNET_RXE_DEVS2");
-  ASSERT_EQ(devs.size(), 2u) << "UNET_RXE_DEVS2";
-  NetdevMtu jumbo(devs[0], netdev_of(devs[0]));
-  ASSERT_TRUE(jumbo.set(9000, 4096)) << devs[0] << " did not take the jumbo MTU";
-  ASSERT_EQ(active_mtu(devs[1]), 1024u);
+// The two devices, the first with the jumbo MTU for the test's length.
+class MtuMismatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    UNET_REQUIRE_TWO_DEVICES();
+    devs_ = words("UNET_RXE_DEVS2");
+    ASSERT_EQ(devs_.size(), 2u) << "UNET_RXE_DEVS2";
+    jumbo_ = std::make_unique<NetdevMtu>(devs_[0], netdev_of(devs_[0]));
+    ASSERT_TRUE(jumbo_->set(9000, 4096)) << devs_[0] << " did not take the jumbo MTU";
+    ASSERT_EQ(active_mtu(devs_[1]), 1024u);
+  }
+  std::vector<std::string> devs_;
+  std::unique_ptr<NetdevMtu> jumbo_;
+};
+
+TEST_F(MtuMismatch, AUdChannelCarriesTheSmallerMtuAndRefusesMore) {
+  const std::vector<std::string>& devs = devs_;
 
   core::EndpointConfig c = endpoint_config(core::Transport::kUd, 64);
   c.buffer_bytes = 4096;
@@ -83,6 +96,83 @@ TEST(MtuMismatch, AUdChannelCarriesTheSmallerMtuAndRefusesMore) {
   EXPECT_EQ(a.stats().sent, before.sent) << "a refused send went out";
   EXPECT_EQ(b.stats().recv_errors, 0u);
   EXPECT_EQ(a.stats().send_errors, 0u);
+}
+
+// Active messages over UD across the two MTUs: each channel's payload limit is the 1024-byte
+// side's, the largest request and reply arrive intact both ways, and one byte more is refused.
+TEST_F(MtuMismatch, ActiveMessagesCarryTheSmallerMtu) {
+  core::EndpointConfig c = uam_config(core::Transport::kUd);
+  c.device = devs_[0];
+  uam::Endpoint a(c);
+  c.device = devs_[1];
+  uam::Endpoint b(c);
+  const core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
+  const core::ChannelId ab = a.accept_offer(oa, ob.local), ba = b.accept_offer(ob, oa.local);
+  const auto most = static_cast<std::uint32_t>(1024 - uam::header_bytes(1));
+  ASSERT_EQ(a.max_payload(ab, 1), most);
+  ASSERT_EQ(b.max_payload(ba, 1), most);
+  EXPECT_GT(a.max_payload(1), most) << "a's own limit is its 4096-byte MTU";
+  const auto request = pattern(most, 1), reply = pattern(most, 2);
+  int replies = 0;
+  ASSERT_EQ(b.on_request(1,
+                         [&](uam::Token& t, const uam::Message& m) {
+                           EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), request.begin(), request.end()));
+                           const std::uint64_t w = 7;
+                           EXPECT_EQ(b.reply(t, 2, std::span(&w, 1), reply), Status::kOk);
+                           return uam::Disposition::kDone;
+                         }),
+            Status::kOk);
+  ASSERT_EQ(a.on_reply(2,
+                       [&](const uam::Message& m) {
+                         EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), reply.begin(), reply.end()));
+                         ++replies;
+                         return uam::Disposition::kDone;
+                       }),
+            Status::kOk);
+  const std::uint64_t w = 3;
+  EXPECT_EQ(a.request(ab, 1, std::span(&w, 1), pattern(most + 1, 3)), Status::kInvalidArgument);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(a.request(ab, 1, std::span(&w, 1), request), Status::kOk);
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  while (replies < 3 && std::chrono::steady_clock::now() < end) ASSERT_GE(a.poll() + b.poll(), 0);
+  EXPECT_EQ(replies, 3);
+  EXPECT_EQ(a.stats().retransmitted, 0u) << "nothing was lost";
+  EXPECT_EQ(b.net().stats().recv_errors + a.net().stats().recv_errors, 0u);
+}
+
+// Datagrams across the two MTUs: the jumbo side fragments to the 1024-byte side's stride, and a
+// 64 KiB datagram arrives whole both ways.
+TEST_F(MtuMismatch, DatagramsFragmentToTheSmallerMtu) {
+  core::EndpointConfig c = ud_config();
+  c.device = devs_[0];
+  ulp::DatagramEndpoint a(c);
+  c.device = devs_[1];
+  ulp::DatagramEndpoint b(c);
+  const core::ChannelOffer oa = a.offer_peer(), ob = b.offer_peer();
+  const core::ChannelId ab = a.accept_peer(oa, ob.local), ba = b.accept_peer(ob, oa.local);
+  const auto st = static_cast<std::uint32_t>(1024 - ulp::kDatagramHeaderBytes);
+  EXPECT_EQ(a.stride(), 4096 - ulp::kDatagramHeaderBytes);
+  EXPECT_EQ(a.stride(ab), st);
+  EXPECT_EQ(b.stride(ba), st);
+  ASSERT_EQ(a.bind(1), Status::kOk);
+  ASSERT_EQ(b.bind(2), Status::kOk);
+  std::vector<std::byte> got(ulp::kMaxDatagram);
+  for (int round = 0; round < 2; ++round) {
+    ulp::DatagramEndpoint& from = round == 0 ? a : b;
+    ulp::DatagramEndpoint& to = round == 0 ? b : a;
+    const auto data = pattern(ulp::kMaxDatagram, 10 + round);
+    ASSERT_EQ(from.send_to(round == 0 ? 1 : 2, round == 0 ? ab : ba, round == 0 ? 2 : 1, data), Status::kOk);
+    ulp::DatagramInfo info;
+    Status s = Status::kNoResource;
+    const auto end = std::chrono::steady_clock::now() + 20s;
+    while ((s = to.recv_from(round == 0 ? 2 : 1, got, info)) == Status::kNoResource &&
+           std::chrono::steady_clock::now() < end)
+      ASSERT_GE(a.poll() + b.poll(), 0);
+    ASSERT_EQ(s, Status::kOk) << "round " << round << ": the 64 KiB datagram was lost";
+    EXPECT_EQ(info.length, data.size());
+    EXPECT_TRUE(std::equal(data.begin(), data.end(), got.begin())) << "round " << round;
+  }
+  EXPECT_EQ(a.stats().fragments_sent, ulp::fragment_count(ulp::kMaxDatagram, st));
+  EXPECT_EQ(b.net().stats().recv_errors + a.net().stats().recv_errors, 0u);
 }
 
 }  // namespace

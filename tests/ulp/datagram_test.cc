@@ -22,9 +22,10 @@ std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
 }
 
 struct Pair {
-  DatagramEndpoint a{test::ud_config()}, b{test::ud_config()};
+  DatagramEndpoint a, b;
   ChannelId ab = 0, ba = 0;
-  Pair() {
+  explicit Pair(const core::EndpointConfig& ca = test::ud_config(), const core::EndpointConfig& cb = test::ud_config())
+      : a(ca), b(cb) {
     core::ChannelOffer oa = a.offer_peer(), ob = b.offer_peer();
     ab = a.accept_peer(oa, ob.local);
     ba = b.accept_peer(ob, oa.local);
@@ -161,6 +162,55 @@ TEST(Datagram, BadInputIsRefusedAndChangesNothing) {
   EXPECT_EQ(p.b.unbind(2), Status::kOk);
   EXPECT_EQ(p.b.unbind(2), Status::kNotFound);
   EXPECT_THROW(DatagramEndpoint(test::endpoint_config(core::Transport::kRc)), std::invalid_argument);
+}
+
+// A peer with smaller buffers than our path MTU gets fragments it can take: the stride to it
+// comes from its offer, a 64 KiB datagram arrives whole in that many fragments, and nothing
+// fails at its receive queue (each fragment states its stride, so b needs nothing).
+TEST(Datagram, FragmentsToAPeerFitItsBuffers) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig small = test::ud_config();
+  small.buffer_bytes = 768;
+  Pair p(test::ud_config(), small);
+  ASSERT_GT(p.a.stride(), 768u) << "needs a path MTU above 768 bytes";
+  const std::uint32_t st = 768 - static_cast<std::uint32_t>(kDatagramHeaderBytes);
+  EXPECT_EQ(p.a.stride(p.ab), st);
+  EXPECT_EQ(p.b.stride(p.ba), st);
+  EXPECT_EQ(p.a.stride(p.ab + 7), 0u) << "no such peer";
+  ASSERT_EQ(p.a.bind(1000), Status::kOk);
+  ASSERT_EQ(p.b.bind(2000), Status::kOk);
+  std::uint32_t seed = 0;
+  std::uint64_t fragments = 0;
+  for (std::size_t n : {std::size_t{st}, std::size_t{st} + 1, std::size_t{20000}, std::size_t{kMaxDatagram}}) {
+    SCOPED_TRACE(n);
+    const auto data = pattern(n, ++seed);
+    ASSERT_EQ(p.send(1000, 2000, data), Status::kOk);
+    fragments += fragment_count(static_cast<std::uint32_t>(n), st);
+    std::vector<std::byte> got;
+    DatagramInfo info;
+    ASSERT_EQ(p.receive(2000, got, info), Status::kOk);
+    EXPECT_EQ(got, data);
+  }
+  EXPECT_EQ(p.a.stats().fragments_sent, fragments);
+  EXPECT_EQ(p.b.stats().fragments_received, fragments);
+  EXPECT_EQ(p.b.net().stats().recv_errors, 0u);
+}
+
+// A peer whose buffers leave fragments below kMinStride, or so small that a 64 KiB datagram
+// would not fit our send path, is refused at accept_peer with the channel closed.
+TEST(Datagram, APeerWithBuffersTooSmallIsRefused) {
+  UNET_REQUIRE_DEVICE();
+  for (const std::uint32_t bytes : {64u, 256u}) {
+    SCOPED_TRACE(bytes);
+    DatagramEndpoint a(test::ud_config());
+    core::EndpointConfig tiny = test::ud_config();
+    tiny.buffer_bytes = bytes;
+    core::Endpoint peer(tiny);
+    const core::ChannelOffer oa = a.offer_peer();
+    EXPECT_THROW((void)a.accept_peer(oa, peer.offer_channel().local), std::length_error);
+    EXPECT_EQ(a.net().channel_status(oa.slot), Status::kClosed);
+    EXPECT_EQ(a.stride(oa.slot), 0u);
+  }
 }
 
 }  // namespace

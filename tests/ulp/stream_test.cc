@@ -66,6 +66,27 @@ TEST(Stream, SegmentsFitThePeersSmallerBuffers) {
   EXPECT_EQ(p.a->net().stats().recv_errors, 0u);
 }
 
+// A peer whose buffers cannot hold a segment with a full set of SACK blocks (52 bytes) is refused
+// at accept_peer, its channel closed; one that can is taken.
+TEST(Stream, APeerTooSmallForASegmentIsRefused) {
+  UNET_REQUIRE_DEVICE();
+  StreamEndpoint a(test::ud_config(), stream_config());
+  for (const std::uint32_t bytes : {48u, 52u}) {
+    SCOPED_TRACE(bytes);
+    core::EndpointConfig tiny = test::ud_config();
+    tiny.buffer_bytes = bytes;
+    core::Endpoint peer(tiny);
+    const core::ChannelOffer oa = a.offer_peer();
+    if (bytes < 52) {
+      EXPECT_THROW((void)a.accept_peer(oa, peer.offer_channel().local), std::length_error);
+      EXPECT_EQ(a.net().channel_status(oa.slot), Status::kClosed);
+    } else {
+      EXPECT_EQ(a.accept_peer(oa, peer.offer_channel().local), oa.slot);
+      EXPECT_EQ(a.net().max_message(oa.slot), 52u);
+    }
+  }
+}
+
 TEST(Stream, HandshakeBytesBothWaysAndOrderlyClose) {
   UNET_REQUIRE_DEVICE();
   Pair p;

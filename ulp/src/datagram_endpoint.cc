@@ -40,10 +40,9 @@ DatagramEndpoint::DatagramEndpoint(const core::EndpointConfig& net, const Datagr
   net_ = std::make_unique<core::Endpoint>(net);
   stride_ = net_->max_message() - static_cast<std::uint32_t>(kDatagramHeaderBytes);
   if (stride_ < kMinStride || stride_ > UINT16_MAX) throw std::invalid_argument("DatagramEndpoint: unusable path MTU");
-  // The largest datagram must fit the send path whole, or send_to could never take it.
-  const std::uint32_t most = fragment_count(kMaxDatagram, stride_);
-  if (net.send_queue_depth < most || net.buffers - net.free_queue_depth < most)
-    throw std::invalid_argument("DatagramEndpoint: a 64 KiB datagram is " + std::to_string(most) +
+  if (!fits_send_path(stride_))
+    throw std::invalid_argument("DatagramEndpoint: a 64 KiB datagram is " +
+                                std::to_string(fragment_count(kMaxDatagram, stride_)) +
                                 " fragments; send_queue_depth and the spare buffers (buffers - "
                                 "free_queue_depth) must both hold that many");
   ports_.reserve(config.max_ports);
@@ -51,6 +50,31 @@ DatagramEndpoint::DatagramEndpoint(const core::EndpointConfig& net, const Datagr
 }
 
 DatagramEndpoint::~DatagramEndpoint() = default;
+
+// The largest datagram must fit the send path whole, or send_to could never take it.
+bool DatagramEndpoint::fits_send_path(std::uint32_t stride) const noexcept {
+  const core::EndpointConfig& c = net_->config();
+  const std::uint32_t most = fragment_count(kMaxDatagram, stride);
+  return c.send_queue_depth >= most && c.buffers - c.free_queue_depth >= most;
+}
+
+std::uint32_t DatagramEndpoint::stride(ChannelId peer) const noexcept {
+  const std::uint32_t m = net_->max_message(peer);
+  return m > kDatagramHeaderBytes ? m - static_cast<std::uint32_t>(kDatagramHeaderBytes) : 0;
+}
+
+ChannelId DatagramEndpoint::accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
+  const ChannelId peer = net_->accept_offer(offer, peer_half);
+  const std::uint32_t st = stride(peer);
+  if (st < kMinStride || !fits_send_path(st)) {
+    (void)net_->close_channel(peer);
+    throw std::length_error("DatagramEndpoint: the peer's MTU or buffer size leaves fragments of " +
+                            std::to_string(st) + " bytes, " +
+                            (st < kMinStride ? "below the minimum of " + std::to_string(kMinStride)
+                                             : "too many for the send path to hold a 64 KiB datagram"));
+  }
+  return peer;
+}
 
 DatagramEndpoint::Port* DatagramEndpoint::find(std::uint16_t port) noexcept {
   for (auto& p : ports_)
@@ -101,14 +125,15 @@ Status DatagramEndpoint::send_to(std::uint16_t src_port, ChannelId peer, std::ui
   if (!find(src_port)) return Status::kNotFound;
   if (data.size() > kMaxDatagram) return Status::kInvalidArgument;
   if (Status s = net_->channel_status(peer); s != Status::kOk) return s;
+  const std::uint32_t st = stride(peer);  // accept_peer checked it
   DatagramHeader h;
   h.src_port = src_port;
   h.dst_port = dst_port;
-  h.stride = static_cast<std::uint16_t>(stride_);
+  h.stride = static_cast<std::uint16_t>(st);
   h.length = static_cast<std::uint32_t>(data.size());
-  h.count = static_cast<std::uint16_t>(fragment_count(h.length, stride_));
+  h.count = static_cast<std::uint16_t>(fragment_count(h.length, st));
   // Whole or not at all: room for every fragment first.
-  const std::size_t last = kDatagramHeaderBytes + (h.length - (h.count - 1u) * stride_);
+  const std::size_t last = kDatagramHeaderBytes + (h.length - (h.count - 1u) * st);
   const std::uint32_t buffers = (h.count - 1u) + (last > net_->inline_threshold() ? 1u : 0u);
   if (net_->send_queue_space() < h.count || net_->spare_buffers() < buffers) return Status::kNoResource;
   h.id = next_id_++;
@@ -222,7 +247,12 @@ int DatagramEndpoint::next_timer_ms() const noexcept {
 int DatagramEndpoint::poll() noexcept {
   const int n = net_->poll();
   if (n < 0) return n;
-  return n + static_cast<int>(reassembly_.expire(now()));
+  const Time t = now();
+  if (t >= next_service_) [[unlikely]] {  // the device's events now and then, as uam and the stream
+    next_service_ = t + core::kServiceInterval;
+    (void)net_->service_channels();
+  }
+  return n + static_cast<int>(reassembly_.expire(t));
 }
 
 Status DatagramEndpoint::wait(std::uint16_t port, std::chrono::milliseconds timeout) noexcept {

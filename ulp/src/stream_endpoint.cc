@@ -1,6 +1,7 @@
 // StreamEndpoint set-up and the application's calls.
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "stream_impl.h"
 #include "unet/core/wait_until.h"
@@ -26,8 +27,7 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
   for (auto* t : {&config_.connect_timeout, &config_.dead_peer_timeout, &config_.time_wait})
     *t = verbs::clamp_timer(*t);
   net_ = std::make_unique<core::Endpoint>(net);
-  // A segment carries the header and at least a full set of SACK blocks (a pure ACK's payload).
-  if (net_->max_message() < kSegmentHeaderBytes + kMaxSackBlocks * kSackBlockBytes)
+  if (net_->max_message() < kMinSegment)
     throw std::invalid_argument("StreamEndpoint: the endpoint's max_message() is too small for a segment");
   mss_ = net_->max_message() - static_cast<std::uint32_t>(kSegmentHeaderBytes);
   // Never advertise more than half the posted receive buffers can hold: UD drops what finds none
@@ -60,6 +60,16 @@ StreamEndpoint::Conn* StreamEndpoint::find(ChannelId peer, std::uint16_t local, 
   for (auto& c : conns_)
     if (c->used && c->peer == peer && c->lport == local && c->rport == remote) return c.get();
   return nullptr;
+}
+
+ChannelId StreamEndpoint::accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
+  const ChannelId peer = net_->accept_offer(offer, peer_half);
+  if (const std::uint32_t limit = net_->max_message(peer); limit < kMinSegment) {
+    (void)net_->close_channel(peer);
+    throw std::length_error("StreamEndpoint: the peer takes messages of at most " + std::to_string(limit) +
+                            " bytes (its MTU or buffer size); a segment needs " + std::to_string(kMinSegment));
+  }
+  return peer;
 }
 
 // A free connection, reset for a new peer (its id in `id`); nullptr when all are in use.

@@ -14,6 +14,11 @@
 
 namespace unet::ulp {
 
+// The smallest message a segment needs: the header and a full set of SACK blocks (a pure ACK's
+// payload).
+inline constexpr std::uint32_t kMinSegment =
+    static_cast<std::uint32_t>(kSegmentHeaderBytes + kMaxSackBlocks * kSackBlockBytes);
+
 // Serial-number comparisons of 32-bit sequence numbers (RFC 1982).
 using core::seq_le;
 using core::seq_lt;

@@ -82,19 +82,23 @@ class DatagramEndpoint {
   const DatagramStats& stats() const noexcept { return stats_; }
   const ReassemblyStats& reassembly_stats() const noexcept { return reassembly_.stats(); }
 
-  // Peers: UD channels, set up like core's (throw on failure).
+  // Peers: UD channels, set up like core's (throw on failure). accept_peer also throws
+  // std::length_error, with the channel closed, when the peer's MTU or buffer size leaves a
+  // fragment less than kMinStride bytes or splits a 64 KiB datagram into more fragments than the
+  // send path holds.
   core::ChannelOffer offer_peer() { return net_->offer_channel(); }
-  ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
-    return net_->accept_offer(offer, peer_half);
-  }
+  ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half);
 
   // Binds `port`: kInvalidState when bound already, kNoResource when max_ports are bound.
   Status bind(std::uint16_t port) noexcept;
   // Unbinds `port`, dropping what waits in its queue; kNotFound when not bound.
   Status unbind(std::uint16_t port) noexcept;
 
-  // Payload bytes one fragment carries (the path MTU less the header).
+  // Payload bytes one fragment carries (the path MTU less the header): to any peer, and to
+  // `peer`, whose MTU or buffer size may make it smaller (0 for no open peer). Each fragment
+  // states its stride, so the receiver reassembles whatever the sender chose.
   std::uint32_t stride() const noexcept { return stride_; }
+  std::uint32_t stride(ChannelId peer) const noexcept;
   // Sends `data` (0..kMaxDatagram bytes) from bound port `src_port` to `dst_port` at `peer`.
   Status send_to(std::uint16_t src_port, ChannelId peer, std::uint16_t dst_port, std::span<const std::byte> data) noexcept;
   // Takes the oldest datagram waiting on `port` into `out`: kOk with `info`; kNoResource when
@@ -125,7 +129,8 @@ class DatagramEndpoint {
   // is being reassembled. Pass it to epoll_wait as its timeout.
   int next_timer_ms() const noexcept;
 
-  // Progress: sends, arrivals, reassembly timeouts. Returns the work done, or < 0 on a device error.
+  // Progress: sends, arrivals, reassembly timeouts, and every core::kServiceInterval the
+  // device's events (core's service_channels()). Returns the work done, or < 0 on a device error.
   int poll() noexcept;
   // Polls until a datagram waits on `port` or `timeout` passes (kTimeout).
   Status wait(std::uint16_t port, std::chrono::milliseconds timeout) noexcept;
@@ -133,6 +138,7 @@ class DatagramEndpoint {
  private:
   struct Entry;
   struct Port;
+  bool fits_send_path(std::uint32_t stride) const noexcept;
   void arrival(const core::Descriptor& d) noexcept;
   void deliver(Port& port, const Entry& e) noexcept;
   void drop(const Entry& e) noexcept;
@@ -145,6 +151,7 @@ class DatagramEndpoint {
   std::unique_ptr<core::Endpoint> net_;
   std::uint32_t stride_ = 0;
   std::uint32_t next_id_ = 0;
+  Time next_service_{};  // when poll() next runs core's service_channels() (device events)
   Reassembler reassembly_;
   core::CycleClock clock_;
   // Bound ports (at most max_ports), with their fds: after net_, so the fds close first.

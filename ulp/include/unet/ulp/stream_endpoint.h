@@ -155,11 +155,11 @@ class StreamEndpoint {
   const StreamEndpointStats& stats() const noexcept { return stats_; }
   std::uint32_t mss() const noexcept { return mss_; }
 
-  // Peers: the endpoint's channels, set up like core's (throw on failure).
+  // Peers: the endpoint's channels, set up like core's (throw on failure). accept_peer also
+  // throws std::length_error, with the channel closed, when the peer's MTU or buffer size leaves
+  // no room for a segment with a full set of SACK blocks.
   core::ChannelOffer offer_peer(const core::ChannelOptions& options = {}) { return net_->offer_channel(options); }
-  ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
-    return net_->accept_offer(offer, peer_half);
-  }
+  ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half);
 
   // --- connections (data path: Status, no allocation) ---
   // Accepts connections to `port` from then on: kInvalidState when listening there already,
