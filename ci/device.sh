@@ -8,3 +8,20 @@ host_has_rdma_device() {
   [ -n "$dev" ] || return 1
   echo "$dev"
 }
+
+# device_ipv4 DEV prints the first IPv4 address of the netdev behind DEV's port 1 (the RoCE
+# netdev, or IPoIB on InfiniBand) and succeeds, or fails silently. The rdma_cm tests and the
+# compare's socket peers need it (UNET_RXE_ADDR0).
+device_ipv4() {
+  local ndev addr f
+  ndev=$(rdma link show "$1/1" 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p' | head -n1)
+  if [ -z "$ndev" ]; then
+    for f in /sys/class/infiniband/"$1"/ports/1/gid_attrs/ndevs/*; do
+      ndev=$(cat "$f" 2>/dev/null) && [ -n "$ndev" ] && break
+    done
+  fi
+  [ -n "$ndev" ] || return 1
+  addr=$(ip -4 -o addr show dev "$ndev" 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -n1)
+  [ -n "$addr" ] || return 1
+  echo "$addr"
+}

@@ -17,8 +17,11 @@ cmake --build "$build" -j2
 
 out=${UNET_COMPARE_OUT:-$root/$build/compare}
 if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
-  echo "main: running on this host's device $dev"
-  UNET_DEVICE=${UNET_DEVICE:-$dev} bench/compare/compare.py --build "$build" --out "$out" "$@"
+  dev=${UNET_DEVICE:-$dev}
+  # The socket peers (rstream, sockperf) need the device's IP address: its netdev's, unless given.
+  if [ -z "${UNET_RXE_ADDR0:-}" ] && addr=$(device_ipv4 "$dev"); then export UNET_RXE_ADDR0=$addr; fi
+  echo "main: running on this host's device $dev${UNET_RXE_ADDR0:+ (address $UNET_RXE_ADDR0)}"
+  UNET_DEVICE=$dev bench/compare/compare.py --build "$build" --out "$out" "$@"
 else
   echo "main: no RDMA device on this host; running in the SoftRoCE VM (ci/rxe-vm)"
   # UNET_VM_MTU=9000: the VM's veths with jumbo frames (rxe's active MTU 4096, as RoCE is usually run).

@@ -49,7 +49,9 @@ ensure_unet_deps
 device_where=vm
 if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
   device_where=host
-  echo "== this host has RDMA device $dev: device tests run natively =="
+  # The rdma_cm tests need the device's IP address: its netdev's, unless given.
+  if [ -z "${UNET_RXE_ADDR0:-}" ] && addr=$(device_ipv4 "${UNET_DEVICE:-$dev}"); then export UNET_RXE_ADDR0=$addr; fi
+  echo "== this host has RDMA device $dev${UNET_RXE_ADDR0:+ (address $UNET_RXE_ADDR0)}: device tests run natively =="
 fi
 
 # Configures and builds one tree: build_tree DIR [SANITIZERS [TARGET...]] (every target if none).

@@ -12,8 +12,9 @@
 // the last byte of its own window until that number appears, then writes back. Latency is half
 // the round trip. Like ib_write_lat this relies on the NIC placing a WRITE's bytes in address
 // order, which the verbs do not promise (only the completion does): true of rxe and of mlx5 for a
-// message within one packet, so the test checks all bytes only after the last one has come. da_write_bw streams WRITEs (--batch per doorbell); a message is complete when
-// its operation completion arrives (RC: the peer acknowledged the data). da_read_lat times READ
+// message within one packet, so the test checks all bytes only after the last one has come.
+// da_write_bw streams WRITEs (--batch per doorbell); a message is complete when its operation
+// completion arrives (RC: the peer acknowledged the data). da_read_lat times READ
 // round trips; like ib_read_lat it reports the full round trip, not half.
 #include <atomic>
 #include <cstring>
