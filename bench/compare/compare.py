@@ -259,7 +259,10 @@ class Runner:
         layout = "short" if size <= 64 else "bcopy"
         client = cmd + ["127.0.0.1", "-d", f"{self.a.device}:1", "-x", "rc_verbs", "-t", test, "-D", layout,
                         "-s", str(size), "-n", str(iters), "-w", str(warmup), "-W", str(self.a.am_window)]
-        env = {"UCX_RC_VERBS_SEG_SIZE": str(size + 4096)} if size > UCX_AM_BCOPY_MAX else None
+        # The GID every other tool uses (UCX's own choice could differ on a NIC with several).
+        env = {"UCX_IB_GID_INDEX": str(self.a.gid)}
+        if size > UCX_AM_BCOPY_MAX:
+            env["UCX_RC_VERBS_SEG_SIZE"] = str(size + 4096)
         return run_pair(cmd, client, self.a.timeout, port=int(port), env=env)
 
     def peer(self, tool, kind, size, iters):
