@@ -13,8 +13,8 @@ UNET_BUILD_PACKAGES=(
 # ci/package.sh: cpack's Debian generator runs dpkg-shlibdeps (dpkg-dev) and file.
 UNET_PACKAGING_PACKAGES=(dpkg-dev file)
 # The tools users compare unet with, and the ones the device tests drive (the cluster tests:
-# Open MPI's mpirun, ci/sim-hosts).
-UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2 openmpi-bin)
+# Open MPI's mpirun, ci/sim-hosts; Slurm's srun with its PMIx plugin, ci/sim-slurm).
+UNET_TOOL_PACKAGES=(ibverbs-utils rdmacm-utils perftest iproute2 openmpi-bin slurmd slurmctld slurm-client)
 # The fuzz tier (ci/test.sh): clang, and libFuzzer with its sanitizer runtimes and
 # <fuzzer/FuzzedDataProvider.h> (libclang-rt-dev; on bookworm it pulls libclang-rt-14-dev).
 UNET_FUZZ_PACKAGES=(clang libclang-rt-dev)
