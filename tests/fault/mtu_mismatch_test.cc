@@ -61,19 +61,19 @@ class MtuMismatch : public ::testing::Test {
     ASSERT_TRUE(jumbo_->set(9000, 4096)) << devs_[0] << " did not take the jumbo MTU";
     ASSERT_EQ(active_mtu(devs_[1]), 1024u);
   }
+  // `c` on the jumbo device (0) or the other (1).
+  core::EndpointConfig on(core::EndpointConfig c, int device) const {
+    c.device = devs_[static_cast<std::size_t>(device)];
+    return c;
+  }
   std::vector<std::string> devs_;
   std::unique_ptr<NetdevMtu> jumbo_;
 };
 
 TEST_F(MtuMismatch, AUdChannelCarriesTheSmallerMtuAndRefusesMore) {
-  const std::vector<std::string>& devs = devs_;
-
   core::EndpointConfig c = endpoint_config(core::Transport::kUd, 64);
   c.buffer_bytes = 4096;
-  c.device = devs[0];
-  core::Endpoint a(c);
-  c.device = devs[1];
-  core::Endpoint b(c);
+  core::Endpoint a(on(c, 0)), b(on(c, 1));
   ASSERT_EQ(a.max_message(), 4096u);
   ASSERT_EQ(b.max_message(), 1024u);
   const auto [ab, ba] = connect_endpoints(a, b);
@@ -101,11 +101,8 @@ TEST_F(MtuMismatch, AUdChannelCarriesTheSmallerMtuAndRefusesMore) {
 // Active messages over UD across the two MTUs: each channel's payload limit is the 1024-byte
 // side's, the largest request and reply arrive intact both ways, and one byte more is refused.
 TEST_F(MtuMismatch, ActiveMessagesCarryTheSmallerMtu) {
-  core::EndpointConfig c = uam_config(core::Transport::kUd);
-  c.device = devs_[0];
-  uam::Endpoint a(c);
-  c.device = devs_[1];
-  uam::Endpoint b(c);
+  const core::EndpointConfig c = uam_config(core::Transport::kUd);
+  uam::Endpoint a(on(c, 0)), b(on(c, 1));
   const core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
   const core::ChannelId ab = a.accept_offer(oa, ob.local), ba = b.accept_offer(ob, oa.local);
   const auto most = static_cast<std::uint32_t>(1024 - uam::header_bytes(1));
@@ -142,11 +139,7 @@ TEST_F(MtuMismatch, ActiveMessagesCarryTheSmallerMtu) {
 // Datagrams across the two MTUs: the jumbo side fragments to the 1024-byte side's stride, and a
 // 64 KiB datagram arrives whole both ways.
 TEST_F(MtuMismatch, DatagramsFragmentToTheSmallerMtu) {
-  core::EndpointConfig c = ud_config();
-  c.device = devs_[0];
-  ulp::DatagramEndpoint a(c);
-  c.device = devs_[1];
-  ulp::DatagramEndpoint b(c);
+  ulp::DatagramEndpoint a(on(ud_config(), 0)), b(on(ud_config(), 1));
   const core::ChannelOffer oa = a.offer_peer(), ob = b.offer_peer();
   const core::ChannelId ab = a.accept_peer(oa, ob.local), ba = b.accept_peer(ob, oa.local);
   const auto st = static_cast<std::uint32_t>(1024 - ulp::kDatagramHeaderBytes);

@@ -49,6 +49,25 @@ struct DoomedPeer {
 
 class UamTransport : public ::testing::TestWithParam<core::Transport> {};
 
+// Registers kSink at `ep`: each request carries one word, the number of requests before it, and
+// the payload want(word); `handled` counts them.
+void sink_in_order(Endpoint& ep, std::uint64_t& handled,
+                   std::function<std::vector<std::byte>(std::uint64_t)> want) {
+  ASSERT_EQ(ep.on_request(kSink,
+                          [&handled, want = std::move(want)](Token&, const Message& m) {
+                            EXPECT_EQ(m.args.size(), 1u);
+                            if (m.args.size() == 1) {
+                              EXPECT_EQ(m.args[0], handled) << "out of order";
+                              const auto bytes = want(m.args[0]);
+                              EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), bytes.begin(), bytes.end()))
+                                  << m.args[0];
+                            }
+                            ++handled;
+                            return Disposition::kDone;
+                          }),
+            Status::kOk);
+}
+
 // Requests with 0..4 words and short or medium payloads; each echoed back through a reply, its
 // words and bytes checked at both ends; every request completes once with kOk.
 TEST_P(UamTransport, RequestReplyRoundTrips) {
@@ -205,20 +224,7 @@ TEST_P(UamTransport, CoalescedBurstArrivesWholeAndInOrder) {
     Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
     constexpr std::uint64_t kBurst = 16;
     std::uint64_t handled = 0, ok = 0;
-    ASSERT_EQ(p.b.on_request(kSink,
-                             [&](Token&, const Message& m) {
-                               EXPECT_EQ(m.args.size(), 1u);
-                               if (m.args.size() == 1) {
-                                 EXPECT_EQ(m.args[0], handled) << "out of order";
-                                 const auto want = pattern(100 + m.args[0], m.args[0]);
-                                 EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(),
-                                                        want.begin(), want.end()))
-                                     << m.args[0];
-                               }
-                               ++handled;
-                               return Disposition::kDone;
-                             }),
-              Status::kOk);
+    sink_in_order(p.b, handled, [](std::uint64_t i) { return pattern(100 + i, i); });
     p.a.on_completion([&](ChannelId, std::uint64_t cookie, Status s) {
       EXPECT_EQ(cookie, ok);
       ok += s == Status::kOk;
@@ -263,19 +269,7 @@ TEST_P(UamTransport, AChannelCarriesNoMoreThanThePeersBuffersHold) {
   EXPECT_EQ(p.a.request(p.ab, kSink, std::span(&word, 1), pattern(most + 1, 1)), Status::kInvalidArgument);
   EXPECT_EQ(p.a.stats().requests_sent, 0u);
   std::uint64_t handled = 0, ok = 0;
-  ASSERT_EQ(p.b.on_request(kSink,
-                           [&](Token&, const Message& m) {
-                             EXPECT_EQ(m.args.size(), 1u);
-                             if (m.args.size() == 1) {
-                               EXPECT_EQ(m.args[0], handled) << "out of order";
-                               const auto want = m.args[0] == 0 ? pattern(most, 2) : pattern(100 + m.args[0], m.args[0]);
-                               EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), want.begin(), want.end()))
-                                   << m.args[0];
-                             }
-                             ++handled;
-                             return Disposition::kDone;
-                           }),
-            Status::kOk);
+  sink_in_order(p.b, handled, [&](std::uint64_t i) { return i == 0 ? pattern(most, 2) : pattern(100 + i, i); });
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
   constexpr std::uint64_t kBurst = 16;
   for (std::uint64_t i = 0; i < kBurst; ++i) {
