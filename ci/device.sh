@@ -25,3 +25,10 @@ device_ipv4() {
   [ -n "$addr" ] || return 1
   echo "$addr"
 }
+
+# export_device_address DEV sets UNET_RXE_ADDR0 to DEV's address (device_ipv4) unless it is set.
+export_device_address() {
+  local addr
+  if [ -z "${UNET_RXE_ADDR0:-}" ] && addr=$(device_ipv4 "$1"); then export UNET_RXE_ADDR0=$addr; fi
+  return 0
+}

@@ -19,7 +19,7 @@ out=${UNET_COMPARE_OUT:-$root/$build/compare}
 if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
   dev=${UNET_DEVICE:-$dev}
   # The socket peers (rstream, sockperf) need the device's IP address: its netdev's, unless given.
-  if [ -z "${UNET_RXE_ADDR0:-}" ] && addr=$(device_ipv4 "$dev"); then export UNET_RXE_ADDR0=$addr; fi
+  export_device_address "$dev"
   echo "main: running on this host's device $dev${UNET_RXE_ADDR0:+ (address $UNET_RXE_ADDR0)}"
   UNET_DEVICE=$dev bench/compare/compare.py --build "$build" --out "$out" "$@"
 else

@@ -50,7 +50,7 @@ device_where=vm
 if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
   device_where=host
   # The rdma_cm tests need the device's IP address: its netdev's, unless given.
-  if [ -z "${UNET_RXE_ADDR0:-}" ] && addr=$(device_ipv4 "${UNET_DEVICE:-$dev}"); then export UNET_RXE_ADDR0=$addr; fi
+  export_device_address "${UNET_DEVICE:-$dev}"
   echo "== this host has RDMA device $dev${UNET_RXE_ADDR0:+ (address $UNET_RXE_ADDR0)}: device tests run natively =="
 fi
 

@@ -84,17 +84,15 @@ void Endpoint::offer_ring(Channel& ch, std::string& offer_line) {
 // rdma_cm: the private data of the connect request or the accept: our ring (none: no ring), then
 // our buffer size (offer_limit.h).
 std::vector<std::byte> Endpoint::cm_private_data(const Channel& ch) const {
-  std::vector<std::byte> out(ring::kGrantBytes + offer::kBufferBlockBytes);
-  std::size_t at = 0;
+  const std::size_t at = ch.ring ? ring::kGrantBytes : 0;
+  std::vector<std::byte> out(at + offer::kBufferBlockBytes);
   if (ch.ring) {
     const verbs::RemoteKey key = ch.ring->remote_mr->remote_key();
     ring::encode_grant({{ch.ring->slots, ch.ring->slot_bytes}, key.addr, key.rkey},
                        std::span<std::byte, ring::kGrantBytes>(out.data(), ring::kGrantBytes));
-    at = ring::kGrantBytes;
   }
   offer::encode_buffer_block(config_.buffer_bytes,
                              std::span<std::byte, offer::kBufferBlockBytes>(out.data() + at, offer::kBufferBlockBytes));
-  out.resize(at + offer::kBufferBlockBytes);
   return out;
 }
 

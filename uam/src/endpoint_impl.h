@@ -42,8 +42,7 @@ struct Endpoint::Peer {
     if (!ud) return;
     tx = std::make_unique<ReliableSender>(rel);
     copy_mask = std::bit_ceil(rel.window) - 1;
-    slot_bytes = limit;
-    copies = std::make_unique<std::byte[]>(std::size_t{copy_mask + 1} * slot_bytes);
+    copies = std::make_unique<std::byte[]>(std::size_t{copy_mask + 1} * max_message);
     copy_len = std::make_unique<std::uint32_t[]>(copy_mask + 1);
   }
 
@@ -62,7 +61,6 @@ struct Endpoint::Peer {
   std::uint32_t gets = 0;  // gets in flight
   // UD: the bytes of each unacked message, by seq & copy_mask.
   std::uint32_t copy_mask = 0;
-  std::uint32_t slot_bytes = 0;
   std::unique_ptr<std::byte[]> copies;
   std::unique_ptr<std::uint32_t[]> copy_len;
   // The open coalesced packet (Config::coalesce): a segment buffer holding whole messages for
@@ -79,7 +77,7 @@ struct Endpoint::Peer {
   bool awaiting(std::uint8_t token) const noexcept {
     return static_cast<std::uint8_t>(token - oldest_token) < pending_count;
   }
-  std::byte* copy(Seq s) noexcept { return copies.get() + std::size_t{s & copy_mask} * slot_bytes; }
+  std::byte* copy(Seq s) noexcept { return copies.get() + std::size_t{s & copy_mask} * max_message; }
 };
 
 // What the messages of one arrived packet did with its buffer: the credit the buffer holds (the

@@ -28,12 +28,8 @@ int Endpoint::poll() noexcept {
   poll_now_ = Time{};
   if (n < 0) return n;
   op_completions();
-  // Core's control path (the device's asynchronous events, rdma_cm disconnects) now and then: a
-  // channel it fails is failed below like any other.
-  if (t >= next_service_) [[unlikely]] {
-    next_service_ = t + core::kServiceInterval;
-    (void)net_->service_channels();
-  }
+  // A channel core's control path fails is failed below like any other.
+  core::service_when_due(*net_, t, next_service_);
   for (std::size_t i = 0; i < open_.size();) {  // timers may fail a peer, which leaves open_
     const ChannelId ch = open_[i];
     timers(*peers_[ch], t);

@@ -169,9 +169,7 @@ Status Endpoint::check_send(ChannelId ch, std::span<const std::uint64_t> args, s
   Peer* p = peer(ch);
   if (!p) return Status::kNotFound;
   if (!p->open) return Status::kClosed;
-  if (args.size() > kMaxArgs || payload > max_payload(args.size()) ||
-      header_bytes(args.size()) + payload > p->max_message)
-    return Status::kInvalidArgument;
+  if (args.size() > kMaxArgs || payload > payload_room(p->max_message, args.size())) return Status::kInvalidArgument;
   out = p;
   return Status::kOk;
 }

@@ -248,10 +248,7 @@ int DatagramEndpoint::poll() noexcept {
   const int n = net_->poll();
   if (n < 0) return n;
   const Time t = now();
-  if (t >= next_service_) [[unlikely]] {  // the device's events now and then, as uam and the stream
-    next_service_ = t + core::kServiceInterval;
-    (void)net_->service_channels();
-  }
+  core::service_when_due(*net_, t, next_service_);
   return n + static_cast<int>(reassembly_.expire(t));
 }
 

@@ -47,10 +47,7 @@ int StreamEndpoint::poll() noexcept {
   if (n < 0) return n;
   zero_copy_progress();
   const Time t = now();
-  if (t >= next_service_) [[unlikely]] {  // core's control path now and then (uam does the same)
-    next_service_ = t + core::kServiceInterval;
-    (void)net_->service_channels();
-  }
+  core::service_when_due(*net_, t, next_service_);
   for (auto& p : conns_) {
     Conn& c = *p;
     if (!c.used) continue;

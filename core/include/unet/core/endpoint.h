@@ -262,8 +262,8 @@ class Endpoint {
   // them: see below). port_active(): our port is ACTIVE (as queried when the endpoint was made;
   // a PORT_ERR clears it, PORT_ACTIVE sets it). gid_current(): our GID is still at its index
   // (checked at each GID_CHANGE: on RoCE an address removed takes its GID away; channels made
-  // since need the new one). device_failed():
-  // our CQ overran or the device had a fatal error; every channel failed and poll() returns -1.
+  // since need the new one). device_failed(): our CQ overran or the device had a fatal error;
+  // every channel failed and poll() returns -1.
   bool port_active() const noexcept { return port_active_; }
   bool gid_current() const noexcept { return gid_current_; }
   bool device_failed() const noexcept { return device_failed_; }
@@ -505,5 +505,15 @@ class Endpoint {
   bool asleep_ = false;               // arm() told the ring peers we sleep
   std::uint32_t polls_since_arm_ = 0;
 };
+
+// A layer's poll() step for core's control path (the device's asynchronous events, rdma_cm
+// disconnects): runs ep.service_channels() once `now` reaches `due`, and puts `due` one
+// kServiceInterval later. `now` and `due` are on the layer's clock.
+inline void service_when_due(Endpoint& ep, std::chrono::nanoseconds now, std::chrono::nanoseconds& due) noexcept {
+  if (now < due) [[likely]]
+    return;
+  due = now + kServiceInterval;
+  (void)ep.service_channels();
+}
 
 }  // namespace unet::core
