@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-
-#include "json_writer.h"
+#include <nlohmann/json.hpp>
+#include <utility>
 
 namespace unet::perf {
 namespace {
@@ -125,124 +125,107 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
 
 std::string report_json(const PerfConfig& c, const RunInfo& info,
                         std::span<const SizeResult> results) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("test_info").begin_object();
-  w.key("test").value(test_name(c.test));
-  w.key("Device").value(info.device);
-  w.key("Connection_type").value(transport_name(c.transport));
-  w.key("Mode").value(c.mode == core::Mode::kDirectAccess ? "direct-access" : "base-level");
-  w.key("Max_inline_data").value(std::max(info.inline_threshold, info.inline_post_limit));
-  w.key("rdma_cm_QPs").value(c.rdma_cm ? "ON" : "OFF");
-  w.key("Data_ex_method").value(c.rdma_cm ? "rdma_cm" : "Ethernet");
-  w.key("Test with events").value(c.events ? "ON" : "OFF");
-  w.end_object();
+  using Json = nlohmann::ordered_json;  // fields in the order written here
+  const auto or_null = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
+  // Each part is built apart and moved in at the end: an ordered_json object is a vector, so a
+  // reference to one of its fields does not survive the next field added.
+  Json ti;
+  ti["test"] = test_name(c.test);
+  ti["Device"] = info.device;
+  ti["Connection_type"] = transport_name(c.transport);
+  ti["Mode"] = c.mode == core::Mode::kDirectAccess ? "direct-access" : "base-level";
+  ti["Max_inline_data"] = std::max(info.inline_threshold, info.inline_post_limit);
+  ti["rdma_cm_QPs"] = c.rdma_cm ? "ON" : "OFF";
+  ti["Data_ex_method"] = c.rdma_cm ? "rdma_cm" : "Ethernet";
+  ti["Test with events"] = c.events ? "ON" : "OFF";
 
-  w.key("config").begin_object();
-  w.key("role").value(c.is_client() ? "client" : "server");
-  w.key("host").value(c.host);
-  w.key("test").value(test_name(c.test));
-  w.key("device").value(c.device);
-  w.key("ib_port").value(std::uint32_t{c.ib_port});
-  w.key("gid_index");
-  if (c.gid_index)
-    w.value(*c.gid_index);
-  else
-    w.null();
-  w.key("tcp_port").value(std::uint32_t{c.tcp_port});
-  w.key("sl").value(std::uint32_t{c.sl});
-  w.key("traffic_class").value(std::uint32_t{c.traffic_class});
-  w.key("all_sizes").value(c.all_sizes);
-  w.key("sizes").begin_array();
-  for (std::uint32_t s : c.sizes) w.value(s);
-  w.end_array();
-  w.key("iterations").value(c.iterations);
-  w.key("warmup").value(c.warmup);
-  w.key("transport").value(transport_name(c.transport));
-  w.key("mode").value(mode_name(c.mode));
-  w.key("inline_size");
-  if (c.inline_size)
-    w.value(*c.inline_size);
-  else
-    w.null();
-  w.key("rdma_cm").value(c.rdma_cm);
-  w.key("ring").value(c.ring);
+  Json cfg;
+  cfg["role"] = c.is_client() ? "client" : "server";
+  cfg["host"] = c.host;
+  cfg["test"] = test_name(c.test);
+  cfg["device"] = c.device;
+  cfg["ib_port"] = std::uint32_t{c.ib_port};
+  cfg["gid_index"] = or_null(c.gid_index);
+  cfg["tcp_port"] = std::uint32_t{c.tcp_port};
+  cfg["sl"] = std::uint32_t{c.sl};
+  cfg["traffic_class"] = std::uint32_t{c.traffic_class};
+  cfg["all_sizes"] = c.all_sizes;
+  cfg["sizes"] = c.sizes;
+  cfg["iterations"] = c.iterations;
+  cfg["warmup"] = c.warmup;
+  cfg["transport"] = transport_name(c.transport);
+  cfg["mode"] = mode_name(c.mode);
+  cfg["inline_size"] = or_null(c.inline_size);
+  cfg["rdma_cm"] = c.rdma_cm;
+  cfg["ring"] = c.ring;
   if (c.ring_slots != 0) {
-    w.key("ring_slots").value(std::uint64_t{c.ring_slots});
-    w.key("ring_slot_bytes").value(std::uint64_t{c.ring_slot_bytes});
+    cfg["ring_slots"] = std::uint64_t{c.ring_slots};
+    cfg["ring_slot_bytes"] = std::uint64_t{c.ring_slot_bytes};
   }
-  w.key("events").value(c.events);
-  w.key("batch").value(c.batch);
-  w.key("timeout_ms").value(static_cast<std::int64_t>(c.timeout.count()));
-  w.key("oob").value(c.oob == OobKind::kUnet        ? "unet"
-                     : c.oob == OobKind::kRcPingpong ? "rc_pingpong"
-                                                     : "ib_send_lat");
+  cfg["events"] = c.events;
+  cfg["batch"] = c.batch;
+  cfg["timeout_ms"] = static_cast<std::int64_t>(c.timeout.count());
+  cfg["oob"] = c.oob == OobKind::kUnet         ? "unet"
+               : c.oob == OobKind::kRcPingpong ? "rc_pingpong"
+                                               : "ib_send_lat";
   if (c.is_am()) {
-    w.key("am_window").value(c.window);
-    w.key("am_args").value(static_cast<std::uint32_t>(kAmArgs));
-    w.key("am_max_payload").value(info.am_limit);
+    cfg["am_window"] = c.window;
+    cfg["am_args"] = static_cast<std::uint32_t>(kAmArgs);
+    cfg["am_max_payload"] = info.am_limit;
   }
-  if (c.is_ulp() && c.test != TestKind::kDgramLat)
-    w.key("stream_buffer").value(kUlpStreamBuffer);
-  w.key("ticks_per_usec").value(info.ticks_per_us);
-  w.end_object();
+  if (c.is_ulp() && c.test != TestKind::kDgramLat) cfg["stream_buffer"] = kUlpStreamBuffer;
+  cfg["ticks_per_usec"] = info.ticks_per_us;
 
-  w.key("results").begin_array();
+  Json rows = Json::array(), skipped = Json::array();
   for (const SizeResult& r : results) {
-    if (!r.skipped.empty()) continue;
-    w.begin_object();
-    w.key("MsgSize").value(r.bytes);
-    w.key("n_iterations").value(r.iterations);
+    if (!r.skipped.empty()) {
+      skipped.push_back({{"MsgSize", r.bytes}, {"reason", r.skipped}});
+      continue;
+    }
+    Json& row = rows.emplace_back();
+    row["MsgSize"] = r.bytes;
+    row["n_iterations"] = r.iterations;
     if (r.latency) {
       const bench::LatencyStats& s = *r.latency;
-      w.key("t_min").value(s.min);
-      w.key("t_max").value(s.max);
-      w.key("t_typical").value(s.median);
-      w.key("t_avg").value(s.avg);
-      w.key("t_stdev").value(s.stdev);
-      w.key("percentile_99").value(s.p99);
-      w.key("percentile_99.9").value(s.p999);
+      row["t_min"] = s.min;
+      row["t_max"] = s.max;
+      row["t_typical"] = s.median;
+      row["t_avg"] = s.avg;
+      row["t_stdev"] = s.stdev;
+      row["percentile_99"] = s.p99;
+      row["percentile_99.9"] = s.p999;
     }
     if (r.bandwidth) {
-      w.key("BW_peak").value(r.bandwidth->peak_mb_s);
-      w.key("BW_average").value(r.bandwidth->avg_mb_s);
-      w.key("MsgRate").value(r.bandwidth->msg_rate_mpps);
-      w.key("BW_peak_computed").value(r.bandwidth->peak_computed);
+      row["BW_peak"] = r.bandwidth->peak_mb_s;
+      row["BW_average"] = r.bandwidth->avg_mb_s;
+      row["MsgRate"] = r.bandwidth->msg_rate_mpps;
+      row["BW_peak_computed"] = r.bandwidth->peak_computed;
     }
-    if (r.server_count) w.key("server_count").value(*r.server_count);
-    if (r.am_retransmitted) w.key("am_retransmitted").value(*r.am_retransmitted);
-    if (r.am_duplicates) w.key("am_duplicates").value(*r.am_duplicates);
-    if (r.retransmitted_segments)
-      w.key("retransmitted_segments").value(*r.retransmitted_segments);
-    if (r.retransmit_timeouts) w.key("retransmit_timeouts").value(*r.retransmit_timeouts);
+    if (r.server_count) row["server_count"] = *r.server_count;
+    if (r.am_retransmitted) row["am_retransmitted"] = *r.am_retransmitted;
+    if (r.am_duplicates) row["am_duplicates"] = *r.am_duplicates;
+    if (r.retransmitted_segments) row["retransmitted_segments"] = *r.retransmitted_segments;
+    if (r.retransmit_timeouts) row["retransmit_timeouts"] = *r.retransmit_timeouts;
     if (r.endpoint) {
       const core::EndpointStats& e = *r.endpoint;
-      w.key("endpoint").begin_object();
-      w.key("sent").value(e.sent);
-      w.key("received").value(e.received + e.upcalls);
-      w.key("doorbells").value(e.doorbells);
-      w.key("ring_sent").value(e.ring_sent);
-      w.key("ring_fallbacks").value(e.ring_fallbacks);
-      w.key("ring_received").value(e.ring_received);
-      w.key("ring_credit_writes").value(e.ring_credit_writes);
-      w.key("ring_sleeps").value(e.ring_sleeps);
-      w.end_object();
+      row["endpoint"] = {{"sent", e.sent},
+                         {"received", e.received + e.upcalls},
+                         {"doorbells", e.doorbells},
+                         {"ring_sent", e.ring_sent},
+                         {"ring_fallbacks", e.ring_fallbacks},
+                         {"ring_received", e.ring_received},
+                         {"ring_credit_writes", e.ring_credit_writes},
+                         {"ring_sleeps", e.ring_sleeps}};
     }
-    w.end_object();
   }
-  w.end_array();
-
-  w.key("skipped").begin_array();
-  for (const SizeResult& r : results) {
-    if (r.skipped.empty()) continue;
-    w.begin_object();
-    w.key("MsgSize").value(r.bytes);
-    w.key("reason").value(r.skipped);
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
-  return w.str() + "\n";
+  Json doc;
+  doc["test_info"] = std::move(ti);
+  doc["config"] = std::move(cfg);
+  doc["results"] = std::move(rows);
+  doc["skipped"] = std::move(skipped);
+  // Non-finite figures are written as null. Device and host names come from the command line and a
+  // skip reason may quote them: any bytes, so invalid UTF-8 becomes U+FFFD instead of a throw.
+  return doc.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace unet::perf

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "json_check.h"
+#include "parse_json.h"
 #include "perf_process.h"
 
 namespace unet::test {
@@ -40,22 +40,19 @@ void expect_am_run(const std::string& name, std::vector<std::string> args, int p
   EXPECT_TRUE(rows(p.server_out).empty()) << "the client measures";
 
   const std::string text = read_file(path);
-  JsonReader reader;
-  auto doc = reader.parse(text);
-  ASSERT_TRUE(doc.has_value()) << reader.error() << "\n" << text;
-  const Json* results = doc->get("results");
-  ASSERT_TRUE(results && results->array.size() == 1) << text;
-  const Json& row = results->array[0];
-  EXPECT_EQ(row.get("MsgSize")->number, bytes);
-  ASSERT_TRUE(row.get("server_count")) << text;
-  EXPECT_EQ(row.get("server_count")->number, iters + warmup)
-      << "every message ran its handler once";
-  ASSERT_TRUE(row.get("am_retransmitted") && row.get("am_duplicates")) << text;
+  const nlohmann::json doc = parse_json(text);
+  const nlohmann::json& results = doc.at("results");
+  ASSERT_EQ(results.size(), 1u) << text;
+  const nlohmann::json& row = results[0];
+  EXPECT_EQ(row.at("MsgSize"), bytes);
+  ASSERT_TRUE(row.contains("server_count")) << text;
+  EXPECT_EQ(row["server_count"], iters + warmup) << "every message ran its handler once";
+  ASSERT_TRUE(row.contains("am_retransmitted") && row.contains("am_duplicates")) << text;
   if (kind == Kind::kLat) {
-    EXPECT_GT(row.get("t_typical")->number, 0) << text;
+    EXPECT_GT(row.at("t_typical").get<double>(), 0) << text;
   } else {
-    EXPECT_GT(row.get("MsgRate")->number, 0) << text;
-    EXPECT_GT(row.get("BW_average")->number, 0) << text;
+    EXPECT_GT(row.at("MsgRate").get<double>(), 0) << text;
+    EXPECT_GT(row.at("BW_average").get<double>(), 0) << text;
   }
 }
 

@@ -8,12 +8,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "json_check.h"
+#include "parse_json.h"
 
 namespace unet::test {
 namespace {
@@ -131,15 +130,6 @@ TEST(PerfProcess, UdSweepSkipsSizesAboveTheMtuWithAReason) {
   EXPECT_NE(p.client_out.find("exceed the UD path MTU"), std::string::npos) << show(p);
 }
 
-// The --json file at `path` parsed; nullopt, with a test failure naming the error, when it is not
-// JSON.
-std::optional<Json> parsed(const std::string& path, std::string& text) {
-  text = read_file(path);
-  JsonReader reader;
-  auto doc = reader.parse(text);
-  if (!doc) ADD_FAILURE() << reader.error() << "\n" << text;
-  return doc;
-}
 
 TEST(PerfProcess, JsonReportIsWrittenAndParses) {
   UNET_REQUIRE_DEVICE();
@@ -149,21 +139,20 @@ TEST(PerfProcess, JsonReportIsWrittenAndParses) {
                     {"--json", path});
   ASSERT_EQ(p.client, 0) << show(p);
   ASSERT_EQ(p.server, 0) << show(p);
-  std::string text;
-  const auto doc = parsed(path, text);
-  ASSERT_TRUE(doc.has_value());
-  const Json* results = doc->get("results");
-  ASSERT_TRUE(results && results->array.size() == 1) << text;
-  const Json& row = results->array[0];
-  EXPECT_EQ(row.get("MsgSize")->number, 8);
-  EXPECT_EQ(row.get("n_iterations")->number, 200);
+  const std::string text = read_file(path);
+  const nlohmann::json doc = parse_json(text);
+  const nlohmann::json& results = doc.at("results");
+  ASSERT_EQ(results.size(), 1u) << text;
+  const nlohmann::json& row = results[0];
+  EXPECT_EQ(row.at("MsgSize"), 8);
+  EXPECT_EQ(row.at("n_iterations"), 200);
   // The same median as the table.
   auto r = rows(p.client_out);
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_NEAR(row.get("t_typical")->number, r[0][4], 0.006);
-  EXPECT_EQ(doc->get("config")->get("iterations")->number, 200);
-  EXPECT_EQ(doc->get("config")->get("role")->string, "client");
-  EXPECT_EQ(doc->get("test_info")->get("test")->string, "ep_lat");
+  EXPECT_NEAR(row.at("t_typical").get<double>(), r[0][4], 0.006);
+  EXPECT_EQ(doc.at("config").at("iterations"), 200);
+  EXPECT_EQ(doc.at("config").at("role"), "client");
+  EXPECT_EQ(doc.at("test_info").at("test"), "ep_lat");
 }
 
 // --ring_slot_bytes shapes both sides' rings: 100-byte messages do not fit 64-byte slots and go by
@@ -177,16 +166,16 @@ TEST(PerfProcess, RingSlotBytesDecideWhichMessagesGoByWrite) {
                       by_ring ? 19173 : 19174, "127.0.0.1", {}, {"--json", path});
     ASSERT_EQ(p.client, 0) << show(p);
     ASSERT_EQ(p.server, 0) << show(p);
-    std::string text;
-    const auto doc = parsed(path, text);
-    ASSERT_TRUE(doc.has_value());
-    EXPECT_EQ(doc->get("config")->get("ring_slot_bytes")->number, 64) << text;
-    const Json* ep = doc->get("results")->array.at(0).get("endpoint");
-    ASSERT_TRUE(ep) << text;
-    const double sent = ep->get("sent")->number;
+    const std::string text = read_file(path);
+    const nlohmann::json doc = parse_json(text);
+    EXPECT_EQ(doc.at("config").at("ring_slot_bytes"), 64) << text;
+    const nlohmann::json& row = doc.at("results").at(0);
+    ASSERT_TRUE(row.contains("endpoint")) << text;
+    const nlohmann::json& ep = row["endpoint"];
+    const double sent = ep.at("sent").get<double>();
     EXPECT_GT(sent, 200) << text;
-    EXPECT_EQ(ep->get("ring_sent")->number, by_ring ? sent : 0) << size << " B: " << text;
-    EXPECT_EQ(ep->get("ring_fallbacks")->number, by_ring ? 0 : sent) << size << " B: " << text;
+    EXPECT_EQ(ep.at("ring_sent").get<double>(), by_ring ? sent : 0) << size << " B: " << text;
+    EXPECT_EQ(ep.at("ring_fallbacks").get<double>(), by_ring ? 0 : sent) << size << " B: " << text;
   }
 }
 

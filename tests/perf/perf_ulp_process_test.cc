@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "json_check.h"
+#include "parse_json.h"
 #include "perf_process.h"
 
 namespace unet::test {
@@ -51,22 +51,20 @@ void expect_ulp_run(const std::string& name, std::vector<std::string> args, int 
   EXPECT_NE(p.client_out.find("# user-level protocol over " + transport), std::string::npos) << show(p);
   EXPECT_TRUE(rows(p.server_out).empty()) << "the client measures";
 
-  JsonReader reader;
-  auto doc = reader.parse(text);
-  ASSERT_TRUE(doc.has_value()) << reader.error() << "\n" << text;
-  EXPECT_EQ(doc->get("test_info")->get("Connection_type")->string, transport) << text;
-  const Json* results = doc->get("results");
-  ASSERT_TRUE(results && results->array.size() == 1) << text;
-  const Json& row = results->array[0];
-  EXPECT_EQ(row.get("MsgSize")->number, bytes);
-  ASSERT_TRUE(row.get("server_count")) << text;
-  EXPECT_EQ(row.get("server_count")->number, server_count) << "the server counted everything";
+  const nlohmann::json doc = parse_json(text);
+  EXPECT_EQ(doc.at("test_info").at("Connection_type"), transport) << text;
+  const nlohmann::json& results = doc.at("results");
+  ASSERT_EQ(results.size(), 1u) << text;
+  const nlohmann::json& row = results[0];
+  EXPECT_EQ(row.at("MsgSize"), bytes);
+  ASSERT_TRUE(row.contains("server_count")) << text;
+  EXPECT_EQ(row["server_count"], server_count) << "the server counted everything";
   // A stream reports what it repaired; datagrams are never repaired.
   const bool stream = args[1] != "dgram_lat";
-  EXPECT_EQ(row.get("retransmitted_segments") != nullptr, stream) << text;
-  EXPECT_EQ(row.get("retransmit_timeouts") != nullptr, stream) << text;
+  EXPECT_EQ(row.contains("retransmitted_segments"), stream) << text;
+  EXPECT_EQ(row.contains("retransmit_timeouts"), stream) << text;
   if (kind == Kind::kBw) {
-    const double rate = row.get("MsgRate")->number, avg = row.get("BW_average")->number;
+    const double rate = row.at("MsgRate").get<double>(), avg = row.at("BW_average").get<double>();
     EXPECT_GT(rate, 0) << text;
     EXPECT_NEAR(avg, rate * 1e6 * bytes / (1 << 20), avg * 1e-9) << "BW = rate * size\n" << text;
   }
