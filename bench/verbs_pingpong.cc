@@ -19,6 +19,7 @@
 
 #include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
+#include "program_flags.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/oob.h"
@@ -196,9 +197,10 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("RC send/recv latency over unet's verbs layer (perftest-style)\n"
-                          "  server: verbs_pingpong [flags]\n  client: verbs_pingpong [flags] HOST");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (!cli::parse_flags(&argc, &argv,
+                        "RC send/recv latency over unet's verbs layer (perftest-style)\n"
+                        "  server: verbs_pingpong [flags]\n  client: verbs_pingpong [flags] HOST"))
+    return 0;
   if (argc > 2) die("at most one host argument");
   if (FLAGS_s == 0 || FLAGS_s > (1u << 30)) die("-s must be between 1 and 1 GiB");
   if (FLAGS_n == 0) die("-n must be positive");

@@ -30,6 +30,7 @@
 #include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
 #include "options.h"
+#include "program_flags.h"
 #include "ib_send_lat_oob.h"
 #include "launcher.h"
 #include "rc_pingpong_oob.h"
@@ -277,10 +278,11 @@ void write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "perftest-style benchmarks of unet endpoints\n"
-      "  server: unet_perf --test NAME [flags]\n  client: unet_perf --test NAME [flags] HOST");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (!cli::parse_flags(&argc, &argv,
+                        "perftest-style benchmarks of unet endpoints\n"
+                        "  server: unet_perf --test NAME [flags]\n"
+                        "  client: unet_perf --test NAME [flags] HOST"))
+    return 0;
   RawFlags raw = raw_flags(argc, argv);
   std::unique_ptr<boot::Job> job;  // under mpirun -np 2: rank 0 serves, rank 1 is the client
   try {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench_endpoint.h"
+#include "program_flags.h"
 #include "unet/core/endpoint.h"
 
 DEFINE_string(d, "", "RDMA device (default: the first)");
@@ -35,8 +36,10 @@ using namespace unet::core;
 }
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("unet_idle_poll [--channels N] [--polls K] [--noring]: the cost of an idle poll()");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (!cli::parse_flags(&argc, &argv,
+                        "unet_idle_poll [--channels N] [--polls K] [--noring]: "
+                        "the cost of an idle poll()"))
+    return 0;
   try {
     EndpointConfig c = bench::ring_bench_config(FLAGS_d, FLAGS_x, 16);
     c.max_channels = std::max(FLAGS_channels, 1u);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "bench_endpoint.h"
+#include "program_flags.h"
 #include "unet/core/endpoint.h"
 
 DEFINE_string(d, "", "RDMA device (default: the first)");
@@ -53,8 +54,10 @@ std::byte payload[Descriptor::kInlineBytes] = {};
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("unet_message_path [-s BYTES] [--count N] [--noring]: instructions per message phase");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (!cli::parse_flags(&argc, &argv,
+                        "unet_message_path [-s BYTES] [--count N] [--noring]: "
+                        "instructions per message phase"))
+    return 0;
   try {
     const EndpointConfig c = bench::ring_bench_config(FLAGS_d, FLAGS_x, 64);
     Endpoint a(c), b(c);

@@ -1,0 +1,16 @@
+// parse_flags(): the command line of every program in the tree (examples, bench, test peers)
+// through gflags, with a --help that lists the program's own flags only: gflags' --help opens
+// with its own dozen (--flagfile, --tab_completion_word, ...) and buries the program's.
+// It depends on gflags alone, below every layer, so any program may use it; it is not installed.
+#pragma once
+
+namespace unet::cli {
+
+// Parses and removes the flags of argv, leaving argv[0] and the positional arguments. Returns
+// false after --help (or -h): it printed "PROGRAM: usage" and each flag the program defines (name,
+// type, default, description; --helpfull still lists gflags' own too), and main returns 0.
+// An unknown flag, or a value not of the flag's type, ends the program in gflags: its message on
+// stderr, exit status 1.
+[[nodiscard]] bool parse_flags(int* argc, char*** argv, const char* usage);
+
+}  // namespace unet::cli
