@@ -31,6 +31,7 @@
 
 #include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
+#include "program_flags.h"
 #include "unet/core/endpoint.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/oob.h"
@@ -125,10 +126,10 @@ struct Side {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "ping-pong latency between two U-Net endpoints (perftest-style)\n"
-      "  server: unet_pingpong [flags]\n  client: unet_pingpong [flags] HOST");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (!cli::parse_flags(&argc, &argv,
+                        "ping-pong latency between two U-Net endpoints (perftest-style)\n"
+                        "  server: unet_pingpong [flags]\n  client: unet_pingpong [flags] HOST"))
+    return 0;
   if (argc > 2) die("at most one host argument");
   if (FLAGS_c != "RC" && FLAGS_c != "UD") die("-c must be RC or UD, not '" + FLAGS_c + "'");
   if (FLAGS_s == 0) die("-s must be at least 1");
