@@ -9,6 +9,8 @@
 //
 // Rank 0 prints the job's placement, the plan's receive buffers and memory per rank, and the
 // largest VmPin and VmRSS any rank had (/proc/self/status), which boot/README.md quotes.
+#include <gflags/gflags.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -21,15 +23,22 @@
 #include <string>
 #include <vector>
 
-#include "options.h"
+#include "program_flags.h"
 #include "unet/boot/endpoint_plan.h"
 #include "unet/boot/launch.h"
 #include "unet/boot/mesh.h"
 #include "unet/uam/endpoint.h"
 #include "unet/verbs/device.h"
 
+DEFINE_string(transport, "ud", "rc or ud");
+DEFINE_int32(procs, 0, "ranks forked here (0: 4); under mpirun or srun, 0 or the job's size");
+DEFINE_string(launcher, "auto", "auto, fork or pmix");
+DEFINE_uint64(messages, 4, "messages each rank sends each other rank");
+DEFINE_uint64(size, 64, "payload bytes of each (at most the medium limit)");
+DEFINE_uint64(timeout, 300, "seconds every wait may take");
+DEFINE_uint32(rings, 1, "RC: 1 ring channels (core's default), 0 plain channels");
+
 using namespace unet;
-using unet::uam::examples::Options;
 
 namespace {
 
@@ -210,30 +219,24 @@ int check(boot::Job& job, const Params& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options opt("mesh_check",
-              "every rank sends checked active messages to every other rank over the channels "
-              "boot::connect_all made");
-  opt.add("transport", "ud", "rc or ud");
-  opt.add("procs", "0", "ranks forked here (0: 4); under mpirun or srun, 0 or the job's size");
-  opt.add("launcher", "auto", "auto, fork or pmix");
-  opt.add("messages", "4", "messages each rank sends each other rank");
-  opt.add("size", "64", "payload bytes of each (at most the medium limit)");
-  opt.add("timeout", "300", "seconds every wait may take");
-  opt.add("rings", "1", "RC: 1 ring channels (core's default), 0 plain channels");
+  if (!cli::parse_flags(&argc, &argv,
+                        "every rank sends checked active messages to every other rank over the "
+                        "channels boot::connect_all made"))
+    return boot::kExitOk;
   try {
-    if (!opt.parse(argc, argv)) return boot::kExitOk;
+    if (argc > 1) throw std::invalid_argument("unexpected argument '" + std::string(argv[1]) + "'");
     Params p;
-    const std::string t = opt.str("transport");
+    const std::string t = FLAGS_transport;
     if (t != "rc" && t != "ud") throw std::invalid_argument("--transport must be rc or ud");
     p.transport = t == "rc" ? core::Transport::kRc : core::Transport::kUd;
-    p.messages = opt.u64("messages", 1, 1u << 20);
-    p.size = opt.u64("size", 0, 1u << 16);
-    p.rings = opt.u64("rings", 0, 1) == 1;
+    p.messages = cli::check_range("messages", FLAGS_messages, 1, 1u << 20);
+    p.size = cli::check_range("size", FLAGS_size, 0, 1u << 16);
+    p.rings = cli::check_range("rings", FLAGS_rings, 0, 1) == 1;
     boot::LaunchConfig cfg;
     cfg.program = "mesh_check";
-    cfg.mode = boot::parse_launch_mode(opt.str("launcher"));
-    cfg.procs = static_cast<int>(opt.u64("procs", 0, boot::kMaxForkedProcs));
-    cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
+    cfg.mode = boot::parse_launch_mode(FLAGS_launcher);
+    cfg.procs = cli::check_range("procs", FLAGS_procs, 0, boot::kMaxForkedProcs);
+    cfg.timeout = std::chrono::seconds(cli::check_range("timeout", FLAGS_timeout, 1, 86400));
     if (boot::resolve(cfg.mode) == boot::Launcher::kFork) {
       if (cfg.procs == 0) cfg.procs = 4;
       if (verbs::device_names().empty()) {

@@ -1,5 +1,7 @@
 #include "example_main.h"
 
+#include <gflags/gflags.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -9,9 +11,27 @@
 #include <vector>
 
 #include "page_buffer.h"
+#include "program_flags.h"
 #include "unet/boot/endpoint_plan.h"
 #include "unet/boot/mesh.h"
 #include "unet/verbs/device.h"
+
+// The flags every example has; each program defines its own beside them.
+DEFINE_int32(procs, 0, "ranks: forked here (0: 4); under mpirun or srun, 0 or the job's size");
+DEFINE_string(launcher, "auto",
+              "auto (pmix when mpirun or srun --mpi=pmix started us, else fork), fork or pmix");
+DEFINE_uint64(seed, 1, "seed of the input generator");
+DEFINE_uint64(chunk, 1048576, "bytes per store or get (a multiple of 4096)");
+DEFINE_uint64(timeout, 600, "seconds the whole run, and every wait in it, may take");
+DEFINE_string(device, "",
+              "RDMA device, or a comma-separated list a rank takes its local rank modulo the "
+              "length of (default: $UNET_DEVICE, else every device)");
+DEFINE_uint32(stats, 0, "1: every rank prints its endpoint's counters to stderr at the end");
+DEFINE_uint32(corrupt, 0,
+              "test hook: 1 damages one element of the result, so verification must fail");
+DEFINE_int32(kill_rank, -1,
+             "test hook: this rank kills itself (SIGKILL) at its second barrier, mid-run "
+             "(also spelled --kill-rank)");
 
 namespace unet::uam::examples {
 
@@ -83,64 +103,50 @@ int rank_main(boot::Job& job, const Program& prog, const Flags& f) {
 
 }  // namespace
 
-int example_main(Options& opt, int argc, char** argv, const Setup& setup) {
-  opt.add("procs", "0",
-          "ranks: forked here (0: 4); under mpirun or srun, 0 or the job's size");
-  opt.add("launcher", "auto",
-          "auto (pmix when mpirun or srun --mpi=pmix started us, else fork), fork or pmix");
-  opt.add("seed", "1", "seed of the input generator");
-  opt.add("chunk", "1048576", "bytes per store or get (a multiple of 4096)");
-  opt.add("timeout", "600", "seconds the whole run, and every wait in it, may take");
-  opt.add("device", "",
-          "RDMA device, or a comma-separated list a rank takes its local rank modulo the length "
-          "of (default: $UNET_DEVICE, else every device)");
-  opt.add("stats", "0", "1: every rank prints its endpoint's counters to stderr at the end");
-  opt.add("corrupt", "0",
-          "test hook: 1 damages one element of the result, so verification must fail");
-  opt.add("kill-rank", "-1",
-          "test hook: this rank kills itself (SIGKILL) at its second barrier, mid-run");
-  const std::string program = opt.program();
+int example_main(const char* program, const char* summary, int argc, char** argv,
+                 const Setup& setup) {
+  if (!cli::parse_flags(&argc, &argv, summary)) return kExitOk;
   try {
-    if (!opt.parse(argc, argv)) return kExitOk;
+    if (argc > 1) throw std::invalid_argument("unexpected argument '" + std::string(argv[1]) + "'");
     CommonParams common;
-    common.seed = opt.u64("seed");
-    common.chunk = opt.u64("chunk", kPageBytes, 1u << 30);
+    common.seed = FLAGS_seed;
+    common.chunk = cli::check_range("chunk", FLAGS_chunk, kPageBytes, 1u << 30);
     if (common.chunk % kPageBytes)
       throw std::invalid_argument("--chunk must be a multiple of 4096");
-    common.corrupt = opt.u64("corrupt", 0, 1) == 1;
+    common.corrupt = cli::check_range("corrupt", FLAGS_corrupt, 0, 1) == 1;
     boot::LaunchConfig cfg;
     cfg.program = program;
-    cfg.mode = boot::parse_launch_mode(opt.str("launcher"));
-    cfg.procs = static_cast<int>(opt.u64("procs", 0, boot::kMaxForkedProcs));
-    cfg.timeout = std::chrono::seconds(opt.u64("timeout", 1, 86400));
+    cfg.mode = boot::parse_launch_mode(FLAGS_launcher);
+    cfg.procs = cli::check_range("procs", FLAGS_procs, 0, boot::kMaxForkedProcs);
+    cfg.timeout = std::chrono::seconds(cli::check_range("timeout", FLAGS_timeout, 1, 86400));
     Flags flags;
     flags.program = program;
-    flags.stats = opt.u64("stats", 0, 1) == 1;
+    flags.stats = cli::check_range("stats", FLAGS_stats, 0, 1) == 1;
     flags.timeout = cfg.timeout;
-    if (opt.str("kill-rank") != "-1")
-      flags.kill_rank = static_cast<int>(opt.u64("kill-rank", 0, boot::kMaxForkedProcs));
-    if (!opt.str("device").empty()) ::setenv("UNET_DEVICE", opt.str("device").c_str(), 1);
-    const Program prog = setup(opt, common);
+    if (FLAGS_kill_rank != -1)
+      flags.kill_rank = cli::check_range("kill-rank", FLAGS_kill_rank, 0, boot::kMaxForkedProcs);
+    if (!FLAGS_device.empty()) ::setenv("UNET_DEVICE", FLAGS_device.c_str(), 1);
+    const Program prog = setup(common);
 
     if (boot::resolve(cfg.mode) == boot::Launcher::kFork) {
       if (cfg.procs == 0) cfg.procs = 4;
       if (std::string why = missing_device(); !why.empty()) {
         const char* req = std::getenv("UNET_REQUIRE_DEVICE");
         if (req && std::string(req) == "1") {
-          std::fprintf(stderr, "%s: UNET_REQUIRE_DEVICE=1 but %s\n", program.c_str(), why.c_str());
+          std::fprintf(stderr, "%s: UNET_REQUIRE_DEVICE=1 but %s\n", program, why.c_str());
           return kExitError;
         }
         std::fprintf(stderr, "%s: skipped: %s (run under ci/rxe-vm, or set up rxe: ci/rxe-host)\n",
-                     program.c_str(), why.c_str());
+                     program, why.c_str());
         return kExitSkip;
       }
     }
     return boot::run(cfg, [&](boot::Job& job) { return rank_main(job, prog, flags); });
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", program.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s (see --help)\n", program, e.what());
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
     return kExitError;
   }
 }

@@ -5,9 +5,9 @@
 // a Group, and waits, still serving its peers, until every rank is done.
 //
 // Exit status (boot/launch.h): 0 verified; 3 ran but the result is wrong; 1 any failure (a rank
-// died, timed out, a channel failed: the launcher names the rank and stops the others); 2 bad
-// command line; 77 no RDMA device when forking (ctest's skip), except that with
-// UNET_REQUIRE_DEVICE=1 a missing device is 1.
+// died, timed out, a channel failed: the launcher names the rank and stops the others; gflags'
+// own errors too); 2 a flag out of range or a stray argument; 77 no RDMA device when forking
+// (ctest's skip), except that with UNET_REQUIRE_DEVICE=1 a missing device is 1.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +15,6 @@
 #include <functional>
 
 #include "group.h"
-#include "options.h"
 #include "unet/boot/launch.h"
 
 namespace unet::uam::examples {
@@ -43,12 +42,17 @@ struct Program {
   Work work;
 };
 
-// Reads the program's own flags (`opt`) and returns the program.
-using Setup = std::function<Program(const Options& opt, const CommonParams& common)>;
+// Reads the program's own flags (its gflags FLAGS_...) and returns the program; throws
+// std::invalid_argument for a value out of range (cli::check_range).
+using Setup = std::function<Program(const CommonParams& common)>;
 
-// Declares the flags every example has (--procs, --launcher, --seed, --chunk, --timeout, --device,
-// --stats, --corrupt, --kill-rank) beside the program's own in `opt`, parses argv, runs `setup`
-// and the job. A bad flag prints a message and returns kExitUsage; any other failure, kExitError.
-int example_main(Options& opt, int argc, char** argv, const Setup& setup);
+// Parses argv with gflags: the flags every example has (--procs, --launcher, --seed, --chunk,
+// --timeout, --device, --stats, --corrupt, --kill-rank; example_main.cc) and the program's own,
+// defined in its source. --help lists them all under `summary` and returns kExitOk. Then runs
+// `setup` and the job. A flag out of range or a stray argument prints a message and returns
+// kExitUsage (gflags itself ends the program with status 1 on an unknown flag or a value not of
+// the flag's type); any other failure returns kExitError. `program` prefixes every message.
+int example_main(const char* program, const char* summary, int argc, char** argv,
+                 const Setup& setup);
 
 }  // namespace unet::uam::examples

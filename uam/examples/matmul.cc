@@ -18,6 +18,8 @@
 //              and the weighted sum of its C rows; rank 0 compares their totals with closed forms
 //              (sum_ij u_i v_j C_ij = sum_k (sum_i u_i A_ik) (sum_j v_j B_kj), in 64-bit modular
 //              arithmetic), which any wrong entry changes
+#include <gflags/gflags.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -29,10 +31,14 @@
 
 #include "example_main.h"
 #include "group.h"
-#include "options.h"
 #include "page_buffer.h"
 #include "phase_timer.h"
+#include "program_flags.h"
 #include "splitmix64.h"
+
+// This program's flags; example_main.cc defines the ones every example has.
+DEFINE_uint64(n, 512, "matrix order");
+DEFINE_uint64(samples, 1024, "entries of C each rank checks against a serial reference");
 
 using namespace unet;
 using namespace unet::uam;
@@ -334,16 +340,14 @@ class Matmul {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options opt("matmul",
-              "blocked matrix multiply over forked processes or the ranks mpirun started, with "
-              "U-Net Active Messages");
-  opt.add("n", "512", "matrix order");
-  opt.add("samples", "1024", "entries of C each rank checks against a serial reference");
-  return example_main(opt, argc, argv, [](const Options& o, const CommonParams& common) {
+  const char* summary =
+      "blocked matrix multiply over forked processes or the ranks mpirun started, with U-Net "
+      "Active Messages";
+  return example_main("matmul", summary, argc, argv, [](const CommonParams& common) {
     Params p;
     static_cast<CommonParams&>(p) = common;
-    p.n = o.u64("n", 1, 16384);
-    p.samples = o.u64("samples", 0, 1u << 24);
+    p.n = cli::check_range("n", FLAGS_n, 1, 16384);
+    p.samples = cli::check_range("samples", FLAGS_samples, 0, 1u << 24);
     Program prog;
     // The registration cache holds the two buffers gets land in: at most two blocks of B.
     prog.max_pinned_bytes = [p](int ranks) {

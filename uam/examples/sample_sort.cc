@@ -25,6 +25,8 @@
 // Rank 0 also times the steps of sample (samples in, sorting them) and of exchange (sizes,
 // windows, and the stores between two barriers), and then 20 barriers in a row: the figures
 // bench/compare/cluster_sort.py sets beside the same sort written with MPI.
+#include <gflags/gflags.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -36,10 +38,14 @@
 
 #include "example_main.h"
 #include "group.h"
-#include "options.h"
 #include "page_buffer.h"
 #include "phase_timer.h"
+#include "program_flags.h"
 #include "splitmix64.h"
+
+// This program's flags; example_main.cc defines the ones every example has.
+DEFINE_uint64(keys, 16777216, "keys to sort, in total");
+DEFINE_uint64(samples, 4096, "keys each rank sends rank 0 to choose the splitters");
 
 using namespace unet;
 using namespace unet::uam;
@@ -391,16 +397,14 @@ class SampleSort {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options opt("sample_sort",
-              "sample sort of 64-bit keys over forked processes or the ranks mpirun started, with "
-              "U-Net Active Messages");
-  opt.add("keys", "16777216", "keys to sort, in total");
-  opt.add("samples", "4096", "keys each rank sends rank 0 to choose the splitters");
-  return example_main(opt, argc, argv, [](const Options& o, const CommonParams& common) {
+  const char* summary =
+      "sample sort of 64-bit keys over forked processes or the ranks mpirun started, with U-Net "
+      "Active Messages";
+  return example_main("sample_sort", summary, argc, argv, [](const CommonParams& common) {
     Params p;
     static_cast<CommonParams&>(p) = common;
-    p.keys = o.u64("keys", 1, 1ull << 32);
-    p.samples = o.u64("samples", 1, 1u << 20);
+    p.keys = cli::check_range("keys", FLAGS_keys, 1, 1ull << 32);
+    p.samples = cli::check_range("samples", FLAGS_samples, 1, 1u << 20);
     Program prog;
     // The registration cache holds what a rank stores from: at most its share of the keys.
     prog.max_pinned_bytes = [p](int ranks) {
