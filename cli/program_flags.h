@@ -18,13 +18,15 @@ namespace unet::cli {
 // stderr, exit status 1.
 [[nodiscard]] bool parse_flags(int* argc, char*** argv, const char* usage);
 
-// `value` of --`flag` when it lies in [min, max]; otherwise throws std::invalid_argument saying
-// so, for main to report as a usage error.
+// `value` of flag `flag` when it lies in [min, max]; otherwise throws std::invalid_argument
+// saying so (a one-letter flag spelled -f, as --help spells it), for main to report as a usage
+// error.
 template <class T>
 T check_range(const char* flag, T value, std::type_identity_t<T> min, std::type_identity_t<T> max) {
   if (value < min || value > max)
-    throw std::invalid_argument(std::string("--") + flag + " must be in [" + std::to_string(min) +
-                                ", " + std::to_string(max) + "], not " + std::to_string(value));
+    throw std::invalid_argument(std::string(flag[0] && !flag[1] ? "-" : "--") + flag +
+                                " must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                "], not " + std::to_string(value));
   return value;
 }
 

@@ -9,6 +9,7 @@
 // stream to stdout and its own was acknowledged, 1 on any failure (with the reason and the
 // connection's counters on stderr; -v prints the counters after a success too).
 #include <fcntl.h>
+#include <gflags/gflags.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,9 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include "program_flags.h"
 #include "unet/ulp/stream_endpoint.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/oob.h"
+
+DEFINE_bool(l, false, "listen on PORT (no HOST argument)");
+DEFINE_string(d, "", "RDMA device (default: the first)");
+DEFINE_int32(g, -1, "GID index (default: chosen like perftest)");
+DEFINE_bool(v, false, "print the connection's counters to stderr after a success too");
 
 using namespace unet;
 using namespace std::chrono_literals;
@@ -67,22 +74,26 @@ bool write_all(int fd, const std::byte* p, std::size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string host, device;
+  if (!cli::parse_flags(&argc, &argv,
+                        "netcat over a ulp stream: stdin to the stream, the stream to stdout\n"
+                        "  listen:  unet_cat -l PORT [-d DEVICE] [-g GID_INDEX] [-v]\n"
+                        "  connect: unet_cat HOST PORT [-d DEVICE] [-g GID_INDEX] [-v]"))
+    return 0;
+  const bool listen = FLAGS_l, verbose = FLAGS_v;
+  const std::string device = FLAGS_d;
   std::optional<std::uint32_t> gid;
+  if (FLAGS_g < -1) die("-g must be a GID index, or -1 to choose it like perftest");
+  if (FLAGS_g >= 0) gid = static_cast<std::uint32_t>(FLAGS_g);
+  std::string host;
   long port = -1;
-  bool listen = false, verbose = false;
-  std::vector<std::string> rest;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-l") listen = true;
-    else if (a == "-v") verbose = true;
-    else if (a == "-d" && i + 1 < argc) device = argv[++i];
-    else if (a == "-g" && i + 1 < argc) gid = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
-    else rest.push_back(a);
+  if (listen && argc == 2) {
+    port = std::strtol(argv[1], nullptr, 10);
+  } else if (!listen && argc == 3) {
+    host = argv[1];
+    port = std::strtol(argv[2], nullptr, 10);
+  } else {
+    usage();
   }
-  if (listen && rest.size() == 1) port = std::strtol(rest[0].c_str(), nullptr, 10);
-  else if (!listen && rest.size() == 2) host = rest[0], port = std::strtol(rest[1].c_str(), nullptr, 10);
-  else usage();
   if (port <= 0 || port > 65535) die("PORT must be 1..65535");
   const auto p16 = static_cast<std::uint16_t>(port);
   const auto timeout = 10s;
