@@ -5,8 +5,9 @@ Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat,
 ib_send_bw, ib_write_bw for the endpoint tests (RC channels are ring channels, unet_perf's default:
 ep_lat also beside ib_write_lat, the raw WRITE ping-pong that bounds them, and ep_lat, ep_bw,
 am_lat RC and stream_lat RC again with --noring, SEND/RECV only), ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
-for the active-message tests on unet RC and UD (and uam over UD beside ib_send_lat/ib_send_bw -c UD,
-what the device's UD path costs by itself); for the user-level protocols (ulp, on UD) rsockets'
+for the active-message tests on unet RC and UD, and over ud_verbs beside unet UD (and uam over UD
+beside ib_send_lat/ib_send_bw -c UD, what the device's UD path costs by itself); for the
+user-level protocols (ulp, on UD) raw UD (ib_send_lat -c UD beside stream_lat 64 B), rsockets'
 rstream (stream_lat 64 B and stream_bw 64 KiB, copied and zero-copy) and the kernel's TCP and UDP over the VM's veth
 (sockperf ping-pong: stream_lat and dgram_lat 64 B) — with the same sizes and iteration counts,
 interleaved (the order of each pair alternates between rounds; a peer run that several cases
@@ -240,9 +241,10 @@ class Runner:
         return self.port
 
     def perftest(self, tool, size, iters):
-        """A perftest pair; `tool` may carry flags of its own ("ib_send_bw -c UD")."""
+        """A perftest pair; `tool` may carry flags of its own ("ib_send_bw -c UD"), its own -s too."""
         port = str(self.next_port())
-        cmd = [*tool.split(), "-d", self.a.device, "-x", str(self.a.gid), "-s", str(size), "-n", str(iters), "-p", port, "-F"]
+        own_size = [] if "-s" in tool.split() else ["-s", str(size)]
+        cmd = [*tool.split(), "-d", self.a.device, "-x", str(self.a.gid), *own_size, "-n", str(iters), "-p", port, "-F"]
         return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, port=int(port))
 
     def unet(self, test, size, iters, extra=()):
@@ -251,16 +253,20 @@ class Runner:
                "-n", str(iters), "-p", port, "--timeout_ms", str(self.a.timeout * 1000), *extra]
         return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, port=int(port))
 
-    def ucx(self, test, size, iters, warmup):
+    def ucx(self, test, size, iters, warmup, transport="rc_verbs"):
         port = str(self.next_port())
         cmd = ["ucx_perftest", "-p", port]
         # UCT's short active messages carry at most a few dozen bytes on rc_verbs; larger ones are
         # bcopy (copied into a bounce buffer, as unet's base-level endpoint copies into its segment).
         layout = "short" if size <= 64 else "bcopy"
-        client = cmd + ["127.0.0.1", "-d", f"{self.a.device}:1", "-x", "rc_verbs", "-t", test, "-D", layout,
+        client = cmd + ["127.0.0.1", "-d", f"{self.a.device}:1", "-x", transport, "-t", test, "-D", layout,
                         "-s", str(size), "-n", str(iters), "-w", str(warmup), "-W", str(self.a.am_window)]
         # The GID every other tool uses (UCX's own choice could differ on a NIC with several).
         env = {"UCX_IB_GID_INDEX": str(self.a.gid)}
+        if transport == "ud_verbs":
+            # UCX 1.13 drops every UD arrival on rxe by its check of the GRH's destination GID
+            # (the endpoint then dies of "unhandled timeout"); a NIC passes it.
+            env["UCX_UD_VERBS_ETH_DGID_CHECK"] = "n" if self.a.device.startswith("rxe") else "y"
         if size > UCX_AM_BCOPY_MAX:
             env["UCX_RC_VERBS_SEG_SIZE"] = str(size + 4096)
         return run_pair(cmd, client, self.a.timeout, port=int(port), env=env)
@@ -268,8 +274,8 @@ class Runner:
     def peer(self, tool, kind, size, iters):
         """The peer of a case: a perftest tool, "ucx_perftest TEST", "rstream lat|bw" or
         "sockperf TCP|UDP"; returns its output (figures() reads it)."""
-        if tool.startswith("ucx_perftest "):
-            return self.ucx(tool.split()[1], size, iters, WARMUP[kind])
+        if tool.startswith("ucx_perftest "):  # "ucx_perftest TEST [TRANSPORT]", rc_verbs by default
+            return self.ucx(*tool.split()[1:2], size, iters, WARMUP[kind], *tool.split()[2:3])
         if tool.startswith("rstream "):
             return self.rstream_out(size, iters, tool.split()[1])
         if tool.startswith("sockperf "):
@@ -350,6 +356,12 @@ def rstream_count(text):
 EP_BW_BATCH = 16
 
 
+def peer_size(tool, size):
+    """The size a peer runs at: its tool's own -s ("ib_send_bw -c UD -s 4096"), else the case's."""
+    f = tool.split()
+    return int(f[f.index("-s") + 1]) if "-s" in f else size
+
+
 def bw_metric(size):
     return "MsgRate Mpps" if size <= 1024 else "BW average MB/s"
 
@@ -383,6 +395,9 @@ def cases(a, limits):
         for s in sorted({min(s, limits[transport]) for s in [8, *a.lat_sizes]}):
             out.append((f"am_lat {transport} {s} B", LAT, s, "am_lat", c, "ucx_perftest am_lat", "t_typical us",
                         transport))
+            if transport == "UD":  # UCX's own UD transport beside its RC one
+                out.append((f"am_lat UD {s} B vs UCX UD", LAT, s, "am_lat", c, "ucx_perftest am_lat ud_verbs",
+                            "t_typical us", "UD"))
             if transport == "RC" and s == 8:  # the raw SEND ping-pong, and uam on SEND/RECV channels
                 out.append((f"am_lat RC {s} B vs raw SEND", LAT, s, "am_lat", c, "ib_send_lat", "t_typical us",
                             "RC"))
@@ -391,6 +406,9 @@ def cases(a, limits):
         for s in sorted({min(s, limits[transport]) for s in a.bw_sizes}):
             out.append((f"am_bw {transport} {s} B --batch {EP_BW_BATCH}", BW, s, "am_bw", c + batch + window,
                         "ucx_perftest am_bw", bw_metric(s), transport))
+            if transport == "UD":
+                out.append((f"am_bw UD {s} B --batch {EP_BW_BATCH} vs UCX UD", BW, s, "am_bw", c + batch + window,
+                            "ucx_perftest am_bw ud_verbs", bw_metric(s), "UD"))
     # uam's coalescing (on by default) off, at the smallest am_bw size: one packet per message,
     # what the per-message path costs without it.
     for transport in ("RC", "UD") if "am_bw" in a.tests else ():
@@ -419,6 +437,9 @@ def cases(a, limits):
             for peer in ("rstream lat", "sockperf TCP"):
                 out.append((f"stream_lat {ULP_LAT_SIZE} B{tag} vs {peer.split()[0]}", LAT, ULP_LAT_SIZE,
                             "stream_lat", ("-c", transport), peer, "t_typical us", transport))
+            if transport == "UD":  # the device's own UD ping-pong at the same size: the bound
+                out.append((f"stream_lat {ULP_LAT_SIZE} B vs raw UD", LAT, ULP_LAT_SIZE, "stream_lat",
+                            ("-c", "UD"), "ib_send_lat -c UD", "t_typical us", "UD"))
             if transport == "RC":
                 out.append((f"stream_lat {ULP_LAT_SIZE} B RC --noring vs rstream", LAT, ULP_LAT_SIZE, "stream_lat",
                             ("-c", "RC", "--noring"), "rstream lat", "t_typical us", "RC"))
@@ -431,6 +452,10 @@ def cases(a, limits):
             # The same with zero-copy sends from the client's memory (a direct-access endpoint).
             out.append((f"stream_bw {ULP_BW_SIZE} B{tag} zero-copy", BW, ULP_BW_SIZE, "stream_bw",
                         c + ("--mode", "direct"), "rstream bw", "BW average MB/s", transport))
+            if transport == "UD" and "UD_MTU" in limits:  # the bound: raw UD SENDs of one path MTU
+                mtu = limits["UD_MTU"]
+                out.append((f"stream_bw {ULP_BW_SIZE} B vs raw UD {mtu} B", BW, ULP_BW_SIZE, "stream_bw", c,
+                            f"ib_send_bw -c UD -s {mtu}", "BW average MB/s", "UD"))
     if "dgram_lat" in a.tests:
         out.append((f"dgram_lat {ULP_LAT_SIZE} B", LAT, ULP_LAT_SIZE, "dgram_lat", (), "sockperf UDP", "t_typical us",
                     "UD"))
@@ -477,10 +502,10 @@ def figures(kind, size, out, tool=""):
             return {"value": f[1], "latency_us": f[1]}
         bw, rate = f[5], f[7] / 1e6
     elif kind == LAT:
-        lat = perftest_latency(out, size)
+        lat = perftest_latency(out, peer_size(tool, size))
         return {"value": lat, "latency_us": lat}
     else:
-        bw, rate = perftest_bw(out, size)
+        bw, rate = perftest_bw(out, peer_size(tool, size))
     return {"value": rate if size <= 1024 else bw, "bw_MBps": bw, "msg_rate_Mpps": rate}
 
 
@@ -490,6 +515,8 @@ def main():
     r = Runner(a)
     am = "am_lat" in a.tests or "am_bw" in a.tests
     limits = {t: r.limit("am_lat", t) for t in ("RC", "UD")} if am else {}
+    if "stream_bw" in a.tests:
+        limits["UD_MTU"] = r.limit("ep_lat", "UD")  # the largest UD message: the path MTU
     plan = cases(a, limits)
     results = {c[0]: {"kind": c[1], "size": c[2], "unet_test": c[3], "peer": c[5], "metric": c[6],
                       "transport": c[7], "unet": [], "peer_values": [], "unet_runs": [], "peer_runs": []}
