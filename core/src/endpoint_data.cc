@@ -150,6 +150,7 @@ UNET_ALWAYS_INLINE void Endpoint::build_wr(const Descriptor& d, Channel& ch,
   if (d.flags & Descriptor::kOp) {
     const Op& op = v.ops[d.buffer];
     s = {op.local, op.length, op.lkey};
+    if (op.copied) w.send_flags = IBV_SEND_INLINE;
     if (op.head_length) {  // the head slot first, then the payload
       s = {reinterpret_cast<std::uint64_t>(v.heads.get() + std::size_t{d.buffer} * kMaxSendHead), op.head_length,
            v.heads_mr->lkey()};

@@ -56,7 +56,9 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   if (!v_->free_ops->pop_into(slot)) return Status::kNoResource;
   Descriptor* d = send_queue_.reserve();
   Op& op = v_->ops[slot];
-  Status s = d ? v_->cache->acquire(local, len, op.lease) : Status::kNoResource;
+  // A small WRITE or headless send is posted inline (copied at post): no registration to look up.
+  const bool copied = kind != OpKind::kRead && head.empty() && len <= inline_post_limit_;
+  Status s = !d ? Status::kNoResource : copied ? Status::kOk : v_->cache->acquire(local, len, op.lease);
   if (s != Status::kOk) {
     (void)v_->free_ops->push(slot);
     return s;
@@ -66,7 +68,8 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   op.kind = kind;
   op.local = reinterpret_cast<std::uint64_t>(local);
   op.length = static_cast<std::uint32_t>(len);
-  op.lkey = op.lease.lkey();
+  op.lkey = copied ? 0 : op.lease.lkey();
+  op.copied = copied;
   op.remote = token ? token->addr + offset : 0;
   op.rkey = token ? token->rkey : 0;
   op.head_length = static_cast<std::uint32_t>(head.size());

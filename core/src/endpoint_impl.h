@@ -76,6 +76,7 @@ struct Op {
   std::uint64_t remote = 0;
   std::uint32_t rkey = 0;
   std::uint32_t head_length = 0;  // sends: bytes of the op's head slot sent before `local`
+  bool copied = false;            // posted inline: no lease, the post copies `local`
   Cache::Lease lease;
 };
 

@@ -82,6 +82,29 @@ TEST_F(Direct, WriteAndReadUnregisteredMemoryUpToTheLargestMessage) {
   EXPECT_EQ(a_->stats().send_errors, 0u);
 }
 
+// A WRITE of up to inline_post_limit() bytes is copied when posted: it registers nothing, its
+// bytes arrive, and it completes like any other. One byte more goes through the cache.
+TEST_F(Direct, SmallWritesAreCopiedAtThePostAndRegisterNothing) {
+  const std::size_t small = a_->inline_post_limit();
+  ASSERT_GT(small, 0u);
+  std::vector<std::uint8_t> src(small + 1), window(small + 1, 0);
+  fill(src, 7);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteWrite, token), Status::kOk);
+  const RegistrationCacheStats before = a_->registration_stats();
+  ASSERT_EQ(a_->write(ab_, src.data(), small, token, 0, 1), Status::kOk);
+  OpCompletion c = wait_completion();
+  ASSERT_EQ(c.status, Status::kOk);
+  EXPECT_EQ(c.tag, 1u);
+  EXPECT_EQ(a_->registration_stats(), before) << "a small write went through the cache";
+  EXPECT_EQ(std::memcmp(window.data(), src.data(), small), 0);
+  ASSERT_EQ(a_->write(ab_, src.data(), small + 1, token, 0, 2), Status::kOk);
+  ASSERT_EQ(wait_completion().status, Status::kOk);
+  EXPECT_EQ(a_->registration_stats().misses, before.misses + 1);
+  EXPECT_TRUE(same(window.data(), src));
+  ASSERT_EQ(b_->revoke(token), Status::kOk);
+}
+
 // Memory freed and mapped again at the same address: after forget(), the next write registers
 // the new pages, so the peer receives the new bytes, not the old pages' (a stale registration).
 TEST_F(Direct, ForgottenMemoryIsRegisteredAfreshWhenReused) {

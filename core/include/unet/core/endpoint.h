@@ -328,7 +328,8 @@ class Endpoint {
   // Revokes a token: a peer's later access fails with a remote access error, memory unchanged.
   Status revoke(const RemoteToken& token) noexcept;
   // RDMA WRITE of [local, local+len) — any memory, registered through the cache — to `offset` in
-  // the peer's window `token`. Completes on completion() with `tag`.
+  // the peer's window `token`. Completes on completion() with `tag`. Up to inline_post_limit()
+  // bytes (here and in send_from without a head) are copied when posted instead, unregistered.
   Status write(ChannelId ch, const void* local, std::size_t len, const RemoteToken& token,
                std::uint64_t offset, std::uint64_t tag) noexcept;
   // RDMA READ from `offset` in the peer's window into [local, local+len).
