@@ -42,6 +42,22 @@ TEST(ChannelTable, UdTagsAreTheSendersQpnAndGid) {
   EXPECT_EQ(t.find(UdTag{0x20, gid(2)}), 1u);
 }
 
+// The last UD tag found is remembered; adding or removing a tag forgets it, so neither a closed
+// channel's tag nor a miss from before an add is answered from memory.
+TEST(ChannelTable, TheRememberedUdTagFollowsAddAndRemove) {
+  ChannelTable t(4);
+  const UdTag a{0x20, gid(1)}, b{0x20, gid(2)};
+  EXPECT_EQ(t.find(a), kNoChannel);
+  ASSERT_EQ(t.add(a, 3), Status::kOk);
+  EXPECT_EQ(t.find(a), 3u) << "a miss remembered across an add";
+  EXPECT_EQ(t.find(a), 3u);
+  EXPECT_EQ(t.find(b), kNoChannel) << "another GID, one byte apart, matched the remembered tag";
+  EXPECT_EQ(t.find(UdTag{0x21, gid(1)}), kNoChannel) << "another QPN matched the remembered tag";
+  EXPECT_EQ(t.find(a), 3u);
+  ASSERT_EQ(t.remove(a), Status::kOk);
+  EXPECT_EQ(t.find(a), kNoChannel) << "a removed tag answered from memory";
+}
+
 TEST(ChannelTable, HoldsAtMostMaxChannels) {
   ChannelTable t(2);
   ASSERT_EQ(t.add(1u, 0), Status::kOk);

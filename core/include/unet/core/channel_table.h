@@ -21,7 +21,13 @@ namespace unet::core {
 struct UdTag {
   std::uint32_t qpn = 0;
   verbs::Gid gid;
-  bool operator==(const UdTag&) const = default;
+  // As two words and the QPN: std::array's == calls memcmp, on every arrival.
+  bool operator==(const UdTag& o) const noexcept {
+    std::uint64_t a[2], b[2];
+    std::memcpy(a, gid.raw.data(), sizeof a);
+    std::memcpy(b, o.gid.raw.data(), sizeof b);
+    return qpn == o.qpn && a[0] == b[0] && a[1] == b[1];
+  }
 };
 
 // Tags of the open channels, RC and UD, each naming its ChannelId. One thread.
@@ -35,13 +41,26 @@ class ChannelTable {
 
   // Adds a tag. kInvalidArgument if the tag already names a channel; kNoResource past max_channels.
   Status add(std::uint32_t rc_qpn, ChannelId ch) { return add_to(rc_, rc_qpn, ch); }
-  Status add(const UdTag& tag, ChannelId ch) { return add_to(ud_, tag, ch); }
+  Status add(const UdTag& tag, ChannelId ch) {
+    last_valid_ = false;
+    return add_to(ud_, tag, ch);
+  }
   // Removes a tag; kNotFound if absent.
   Status remove(std::uint32_t rc_qpn) noexcept { return rc_.erase(rc_qpn) ? Status::kOk : Status::kNotFound; }
-  Status remove(const UdTag& tag) noexcept { return ud_.erase(tag) ? Status::kOk : Status::kNotFound; }
+  Status remove(const UdTag& tag) noexcept {
+    last_valid_ = false;
+    return ud_.erase(tag) ? Status::kOk : Status::kNotFound;
+  }
   // The channel a tag names, or kNoChannel. No allocation.
   ChannelId find(std::uint32_t rc_qpn) const noexcept { return find_in(rc_, rc_qpn); }
-  ChannelId find(const UdTag& tag) const noexcept { return find_in(ud_, tag); }
+  // UD remembers the last tag looked up: a run of arrivals from one sender hashes once.
+  ChannelId find(const UdTag& tag) const noexcept {
+    if (last_valid_ && tag == last_) return last_channel_;
+    last_ = tag;
+    last_channel_ = find_in(ud_, tag);
+    last_valid_ = true;
+    return last_channel_;
+  }
   // Tags held, RC and UD together.
   std::size_t size() const noexcept { return rc_.size() + ud_.size(); }
 
@@ -72,6 +91,9 @@ class ChannelTable {
   std::uint32_t max_;
   std::unordered_map<std::uint32_t, ChannelId> rc_;
   std::unordered_map<UdTag, ChannelId, UdHash> ud_;
+  mutable UdTag last_;
+  mutable ChannelId last_channel_ = kNoChannel;
+  mutable bool last_valid_ = false;
 };
 
 }  // namespace unet::core
