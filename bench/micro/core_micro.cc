@@ -29,7 +29,7 @@
 #include "unet/core/channel_table.h"
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
-#include "unet/core/registration_cache.h"
+#include "registration_cache.h"  // private to core: from core/src
 
 namespace unet::core {
 namespace {

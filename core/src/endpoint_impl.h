@@ -6,6 +6,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "registration_cache.h"
 #include "ring_channel.h"
 #include "unet/core/always_inline.h"
 #include "unet/core/channel_table.h"

@@ -1,6 +1,6 @@
 // Unit: RegistrationCache over a fake registrar -- hits, page rounding, the pinned-bytes bound,
 // LRU eviction, leases, invalidation, failure atomicity. No device.
-#include "unet/core/registration_cache.h"
+#include "registration_cache.h"  // private to core: from core/src
 
 #include <gtest/gtest.h>
 

@@ -36,7 +36,7 @@
 #include "unet/core/buffer_table.h"
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
-#include "unet/core/registration_cache.h"
+#include "unet/core/registration_cache_stats.h"
 #include "unet/core/remote_token.h"
 #include "unet/verbs/status.h"
 

@@ -1,5 +1,7 @@
 // RegistrationCache: on-demand registration (pinning) of application memory for direct-access
 // endpoints, with a bound on pinned bytes and LRU eviction -- U-Net/MM's NI TLB, rebuilt on verbs.
+// Private to core (its counters are public: registration_cache_stats.h); tests and bench/micro
+// include it from core/src.
 //
 // acquire(addr, len) leases a registration covering [addr, addr+len). A hit (one cached entry
 // covers the range) is an O(log n) lookup: no registrar call, no allocation. A miss registers the
@@ -42,6 +44,7 @@
 #include <tuple>
 #include <utility>
 
+#include "unet/core/registration_cache_stats.h"
 #include "unet/verbs/status.h"
 
 namespace unet::core {
@@ -57,19 +60,6 @@ concept Registrar = std::copyable<typename R::Handle> &&
       { r.rkey(h) } -> std::convertible_to<std::uint32_t>;
     };
 // clang-format on
-
-// The cache's counters; pinned_bytes never exceeds the bound.
-struct RegistrationCacheStats {
-  std::uint64_t hits = 0;             // acquires served by a cached registration
-  std::uint64_t misses = 0;           // acquires that registered (successful ones only)
-  std::uint64_t evictions = 0;        // unleased entries acquire() dropped for room or a union
-  std::uint64_t registrations = 0;    // register_region calls that succeeded
-  std::uint64_t deregistrations = 0;  // deregister calls
-  std::size_t pinned_bytes = 0;       // bytes registered now (live and retired entries)
-  std::size_t peak_pinned_bytes = 0;  // highest pinned_bytes seen
-  std::size_t entries = 0;            // registrations held now (registrations - deregistrations)
-  bool operator==(const RegistrationCacheStats&) const = default;
-};
 
 // `Alloc` (rebound to the node types) lets tests count allocations or callers supply a pool.
 template <Registrar R, class Alloc = std::allocator<std::byte>>
