@@ -259,15 +259,8 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
   last_rc_qpn_ = 0;  // forget the remembered tag
   if (verbs::QueuePair* qp = ch.rc_qp()) {
     (void)v_->tags.remove(qp->qp_num());
-    Status s = Status::kOk;
-    try {
-      if (ch.cm)
-        ch.cm->disconnect(config_.disconnect_timeout);  // the QP goes to ERROR; the peer is told
-      else
-        qp->to_error();  // posted sends flush; they are retired as errors
-    } catch (const verbs::Error& e) {
-      s = e.error_number() == ETIMEDOUT ? Status::kTimeout : Status::kDeviceError;
-    }
+    // The QP goes to ERROR: posted sends flush and are retired as errors (rdma_cm tells the peer).
+    const Status s = ch.cm ? ch.cm->close(config_.disconnect_timeout) : qp->enter_error();
     // The QP has left RTS: the ring's key dies now, its memory once no slot is held (and rings
     // a close from an upcall left behind go too).
     stop_ring(ch);

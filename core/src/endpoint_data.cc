@@ -373,10 +373,7 @@ void Endpoint::fail_lane(Lane& lane, std::uint32_t seq, Status status) noexcept 
 // The provider refused a post (part of a list may be posted): stop the QP so everything flushes,
 // and report every in-flight send of the lane as flushed — none is known done.
 void Endpoint::post_refused(Lane& lane) noexcept {
-  try {
-    lane.qp->to_error();
-  } catch (...) {
-  }
+  (void)lane.qp->enter_error();  // if even that fails, the lane is done with all the same
   abort_lane(lane, Status::kFlushed);
 }
 

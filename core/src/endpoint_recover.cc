@@ -43,23 +43,17 @@ int Endpoint::recover_ud_qp() noexcept {
   };
   for (int n; (n = reap_completions()) != 0;)
     if (n < 0) return -1;
-  try {
-    v_->ud_qp->reset();
-  } catch (...) {
-    return back_off();
-  }
+  if (v_->ud_qp->enter_reset() != Status::kOk) return back_off();
   for (int n; (n = reap_completions()) != 0;)
     if (n < 0) return -1;
   abort_lane(lane, Status::kFlushed);
   free_queue_.pop(free_queue_.size());
   for (BufferId b = 0; b < buffers_.count(); ++b)
     if (buffers_.owner(b) == BufferOwner::kFreeQueue) (void)free_queue_.push(b);  // capacity == buffers
-  try {
-    const verbs::ConnectionInfo self = v_->ud_qp->local_info(v_->path);
-    v_->ud_qp->connect(self, self, v_->path);
-  } catch (...) {  // left in RESET: sends are reported failed and nothing is posted until it moves
+  // Left short of RTS, sends are reported failed and nothing is posted until it moves. (UD does
+  // not check PSNs: any first one will do.)
+  if (v_->ud_qp->restart(static_cast<std::uint32_t>(stats_.qp_recoveries), v_->path) != Status::kOk)
     return back_off();
-  }
   lane.failed = false;
   lane.unsignaled = 0;
   recovery_backoff_ = 0;
@@ -85,10 +79,7 @@ void Endpoint::arrival_failed(std::size_t i) noexcept {
   Channel& c = *channels_[ch];
   if (Lane& lane = *lanes_[c.lane]; !lane.failed) {
     if (verbs::QueuePair* qp = c.rc_qp()) {
-      try {
-        qp->to_error();  // in case the device left it up: its posted sends flush
-      } catch (...) {
-      }
+      (void)qp->enter_error();  // in case the device left it up: its posted sends flush
     }
     abort_lane(lane, Status::kFlushed);
   }

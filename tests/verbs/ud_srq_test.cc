@@ -74,6 +74,35 @@ TEST_F(Ud, AWrongQkeyIsDroppedNotDelivered) {
   EXPECT_EQ(n, 0u) << "a datagram with the wrong Q_Key was delivered";
 }
 
+// The noexcept transitions a data path makes: a UD QP sent to ERROR and RESET comes back to RTS
+// with restart() and carries a datagram again; an RC QP cannot be restarted without its peer.
+TEST_F(Ud, AQpInErrorRestartsAndSendsAgain) {
+  ASSERT_EQ(b_->enter_error(), Status::kOk);
+  EXPECT_EQ(b_->state(), verbs::QpState::kError);
+  ASSERT_EQ(b_->enter_reset(), Status::kOk);
+  EXPECT_EQ(b_->state(), verbs::QpState::kReset);
+  ASSERT_EQ(b_->restart(7, path()), Status::kOk);
+  EXPECT_EQ(b_->state(), verbs::QpState::kRts);
+  ASSERT_EQ(a_->enter_error(), Status::kOk);
+  ASSERT_EQ(a_->restart(9, path()), Status::kOk) << "restart() from ERROR, through RESET";
+  Buffer src(pd_, 32), dst(pd_, verbs::kGrhBytes + 32);
+  src.fill(0x5a);
+  auto r = dst.recv(verbs::kGrhBytes + 32, 0, 3);
+  ASSERT_EQ(b_->post_recv(r.wr), Status::kOk);
+  auto w = src.send(IBV_WR_SEND, 32, 0, 4);
+  ASSERT_EQ(a_->post_send(w.datagram(ah_->native(), ib_.qpn, ib_.qkey).wr), Status::kOk);
+  bool got = false;
+  for (int i = 0; i < 2; ++i) {
+    verbs::WorkCompletion wc = wait_one(*cq_);
+    ASSERT_EQ(verbs::status_of(wc), Status::kOk);
+    if (wc.opcode == IBV_WC_RECV) got = dst.matches(0x5a, 32, verbs::kGrhBytes);
+  }
+  EXPECT_TRUE(got) << "no datagram through the restarted QPs";
+  auto rc = make_qp(QpType::kRc);
+  EXPECT_EQ(rc->restart(1, path()), Status::kInvalidState);
+  EXPECT_EQ(rc->state(), verbs::QpState::kReset) << "a refused restart moved the QP";
+}
+
 class Srq : public VerbsTest {};
 
 TEST_F(Srq, OneReceivePoolServesSeveralQps) {

@@ -137,6 +137,17 @@ void CmConnection::disconnect(std::chrono::milliseconds timeout) {
   expect_event(channel_, RDMA_CM_EVENT_DISCONNECTED, timeout, "rdma_cm connection", ev);
 }
 
+Status CmConnection::close(std::chrono::milliseconds timeout) noexcept {
+  try {
+    disconnect(timeout);
+    return Status::kOk;
+  } catch (const Error& e) {
+    return e.error_number() == ETIMEDOUT ? Status::kTimeout : Status::kDeviceError;
+  } catch (...) {
+    return Status::kDeviceError;
+  }
+}
+
 CmOutcome established_event(rdma_cm_event_type type) noexcept {
   switch (type) {
     case RDMA_CM_EVENT_DISCONNECTED:

@@ -124,8 +124,13 @@ void QueuePair::modify(ibv_qp_attr& attr, int mask, QpState next, const char* wh
   state_ = next;
 }
 
-void QueuePair::to_init(const PathParams& path) {
-  ibv_qp_attr a{};
+Status QueuePair::try_modify(ibv_qp_attr& attr, int mask, QpState next) noexcept {
+  if (ibv_modify_qp(qp_, &attr, mask) != 0) return Status::kDeviceError;
+  state_ = next;
+  return Status::kOk;
+}
+
+int QueuePair::init_attr(const PathParams& path, ibv_qp_attr& a) const noexcept {
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = path.pkey_index;
   a.port_num = path.port;
@@ -138,6 +143,12 @@ void QueuePair::to_init(const PathParams& path) {
     a.qp_access_flags = type_ == QpType::kUc ? path.access & ~IBV_ACCESS_REMOTE_READ : path.access;
     mask |= IBV_QP_ACCESS_FLAGS;
   }
+  return mask;
+}
+
+void QueuePair::to_init(const PathParams& path) {
+  ibv_qp_attr a{};
+  const int mask = init_attr(path, a);
   modify(a, mask, QpState::kInit, "RESET->INIT");
 }
 
@@ -222,6 +233,34 @@ void QueuePair::reset() {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RESET;
   modify(a, IBV_QP_STATE, QpState::kReset, "->RESET");
+}
+
+Status QueuePair::enter_error() noexcept {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  return try_modify(a, IBV_QP_STATE, QpState::kError);
+}
+
+Status QueuePair::enter_reset() noexcept {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RESET;
+  return try_modify(a, IBV_QP_STATE, QpState::kReset);
+}
+
+Status QueuePair::restart(std::uint32_t sq_psn, const PathParams& path) noexcept {
+  if (type_ != QpType::kUd) return Status::kInvalidState;  // RC/UC need the peer: connect()
+  if (state_ != QpState::kReset)
+    if (Status s = enter_reset(); s != Status::kOk) return s;
+  ibv_qp_attr init{};
+  const int mask = init_attr(path, init);
+  if (Status s = try_modify(init, mask, QpState::kInit); s != Status::kOk) return s;
+  ibv_qp_attr rtr{};
+  rtr.qp_state = IBV_QPS_RTR;
+  if (Status s = try_modify(rtr, IBV_QP_STATE, QpState::kRtr); s != Status::kOk) return s;
+  ibv_qp_attr rts{};
+  rts.qp_state = IBV_QPS_RTS;
+  rts.sq_psn = sq_psn & 0xffffff;
+  return try_modify(rts, IBV_QP_STATE | IBV_QP_SQ_PSN, QpState::kRts);
 }
 
 void QueuePair::connect(const ConnectionInfo& local, const ConnectionInfo& remote,

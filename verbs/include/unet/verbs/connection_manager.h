@@ -64,6 +64,9 @@ class CmConnection {
   // Sends a disconnect and waits (up to `timeout`) for RDMA_CM_EVENT_DISCONNECTED. The QP moves
   // to ERROR: WRs still posted complete with kFlushed. Idempotent.
   void disconnect(std::chrono::milliseconds timeout);
+  // The same for noexcept callers: kTimeout when the event did not come in time, kDeviceError
+  // when the disconnect failed.
+  [[nodiscard]] Status close(std::chrono::milliseconds timeout) noexcept;
   // Waits up to `timeout` for the connection's end: the peer's disconnect or the device's removal
   // (the QP moves to ERROR either way). kOk when it came, kTimeout otherwise, kInvalidState for
   // an event an established connection should not get. Events that leave it as it is

@@ -122,6 +122,14 @@ class QueuePair {
   // RESET -> INIT -> RTR -> RTS, sending with `local.psn` and receiving from `remote`.
   void connect(const ConnectionInfo& local, const ConnectionInfo& remote, const PathParams& path);
 
+  // The transitions a data path makes, for noexcept callers: kDeviceError when the device
+  // refuses, the cached state unchanged. enter_error: -> ERROR (posted
+  // work flushes); enter_reset: -> RESET; restart (UD only, kInvalidState otherwise): RESET ->
+  // INIT -> RTR -> RTS with `path`'s port, P_Key and Q_Key, sending from `sq_psn`.
+  [[nodiscard]] Status enter_error() noexcept;
+  [[nodiscard]] Status enter_reset() noexcept;
+  [[nodiscard]] Status restart(std::uint32_t sq_psn, const PathParams& path) noexcept;
+
   // Posts a send WR or a list linked through wr.next (one doorbell for the list).
   Status post_send(ibv_send_wr& wr) noexcept {
     if (state_ < QpState::kRts) [[unlikely]] return Status::kInvalidState;
@@ -149,6 +157,8 @@ class QueuePair {
   friend class CmConnection;  // mirrors the states librdmacm moves an adopted QP through
   void mark_state(QpState s) noexcept { state_ = s; }
   void modify(ibv_qp_attr& attr, int mask, QpState next, const char* what);
+  Status try_modify(ibv_qp_attr& attr, int mask, QpState next) noexcept;
+  int init_attr(const PathParams& path, ibv_qp_attr& a) const noexcept;  // returns the mask
 
   std::shared_ptr<ProtectionDomain> pd_;
   std::shared_ptr<CompletionQueue> send_cq_;
