@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 # The layers, bottom-up.
 set(unet_layers)
-foreach(layer IN ITEMS verbs core uam ulp boot)
+foreach(layer IN ITEMS base verbs core uam ulp boot)
   if(TARGET unet_${layer})
     list(APPEND unet_layers ${layer})
   endif()
@@ -48,7 +48,7 @@ if(unet_tools)
   add_dependencies(unet_installable ${unet_tools})
 endif()
 
-# find_package(unet CONFIG): unet::verbs, unet::core, unet::uam, unet::ulp, unet::boot;
+# find_package(unet CONFIG): unet::base, unet::verbs, unet::core, unet::uam, unet::ulp, unet::boot;
 # unetConfig.cmake makes the pkg-config targets of rdma-core that unet::verbs links, and PMIx's
 # when a static unet::boot was built with it.
 set(UNET_PMIX_LINKED ${UNET_BOOT_PMIX})

@@ -31,8 +31,9 @@ set(CPACK_COMPONENT_UTILS_DEPENDS runtime)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libunet${UNET_SOVERSION})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
 string(CONCAT CPACK_DEBIAN_RUNTIME_DESCRIPTION
-    "The shared libraries: libunet_verbs (RAII over rdma-core), libunet_core (U-Net\n"
-    "endpoints: a process's own network interface on InfiniBand, RoCE or SoftRoCE),\n"
+    "The shared libraries: libunet_base (Status), libunet_verbs (RAII over rdma-core),\n"
+    "libunet_core (U-Net endpoints: a process's own network interface on InfiniBand, RoCE or\n"
+    "SoftRoCE),\n"
     "libunet_uam (U-Net Active Messages), libunet_ulp (user-level protocols) and\n"
     "libunet_boot (jobs of many processes: forked, or launched by mpirun or srun via PMIx).")
 

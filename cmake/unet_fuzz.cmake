@@ -24,7 +24,8 @@ function(unet_add_fuzzer name fuzzer)
     ${CMAKE_CURRENT_SOURCE_DIR}/../include
     ${arg_INCLUDES}
     $<TARGET_PROPERTY:unet::core,INTERFACE_INCLUDE_DIRECTORIES>
-    $<TARGET_PROPERTY:unet::verbs,INTERFACE_INCLUDE_DIRECTORIES>)
+    $<TARGET_PROPERTY:unet::verbs,INTERFACE_INCLUDE_DIRECTORIES>
+    $<TARGET_PROPERTY:unet::base,INTERFACE_INCLUDE_DIRECTORIES>)
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
   target_link_libraries(${name} PRIVATE ${arg_LINK} unet_build_options)

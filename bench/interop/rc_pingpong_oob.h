@@ -59,7 +59,7 @@
 
 #include "unet/core/endpoint.h"
 #include "unet/verbs/gid.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::verbs {
 class OobListener;

@@ -45,7 +45,7 @@
 #include <utility>
 
 #include "unet/core/registration_cache_stats.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::core {
 

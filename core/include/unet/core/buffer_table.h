@@ -19,7 +19,7 @@
 
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::core {
 

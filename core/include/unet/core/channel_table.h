@@ -13,7 +13,7 @@
 
 #include "unet/core/descriptor.h"
 #include "unet/verbs/gid.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::core {
 

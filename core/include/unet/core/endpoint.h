@@ -38,7 +38,7 @@
 #include "unet/core/descriptor_ring.h"
 #include "unet/core/registration_cache_stats.h"
 #include "unet/core/remote_token.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::verbs {
 class Context;

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::core {
 

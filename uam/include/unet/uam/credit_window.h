@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::uam {
 

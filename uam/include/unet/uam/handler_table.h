@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::uam {
 

@@ -17,7 +17,7 @@
 
 #include "unet/core/descriptor.h"
 #include "unet/uam/handler_table.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::uam {
 

@@ -48,7 +48,7 @@
 
 #include "unet/core/rtt_estimator.h"
 #include "unet/uam/sequence.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::uam {
 

@@ -48,7 +48,7 @@
 
 #include "unet/core/always_inline.h"
 #include "unet/core/little_endian.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::uam {
 

@@ -33,7 +33,7 @@
 #include <span>
 #include <string_view>
 
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::ulp {
 

@@ -15,7 +15,7 @@
 
 #include <memory>
 
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::ulp {
 

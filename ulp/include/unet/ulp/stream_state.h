@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::ulp {
 

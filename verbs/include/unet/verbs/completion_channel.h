@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "unet/verbs/device.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::verbs {
 

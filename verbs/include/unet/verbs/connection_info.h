@@ -16,7 +16,7 @@
 
 #include "unet/verbs/gid.h"
 #include "unet/verbs/memory_region.h"
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::verbs {
 

@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 namespace unet::verbs {
 

@@ -1,4 +1,4 @@
-// Status: the result of every data-path call in unet (post, poll, send, receive).
+// Status: the result of every data-path call in unet (post, poll, send, receive), in every layer.
 //
 // The data path never throws. It returns a Status so that a caller can tell "try later"
 // (kNoResource) from "broken" (every other non-kOk value), the UCX contract. Set-up calls throw

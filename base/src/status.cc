@@ -1,4 +1,4 @@
-#include "unet/verbs/status.h"
+#include "unet/status.h"
 
 #include <ostream>
 
