@@ -15,7 +15,7 @@
 set -euo pipefail
 build=${1:?usage: bench/core_instructions.sh BUILD_DIR}
 dev=${UNET_DEVICE:-$(ls /sys/class/infiniband | head -n1)}
-tool=$build/core/examples/unet_pingpong
+tool=$build/bench/unet_pingpong
 out=$(mktemp -d -p "$build")
 trap 'rm -rf "$out"' EXIT
 own() {  # own N FUNCTION...: core's instructions inside FUNCTIONs for a client of N iterations

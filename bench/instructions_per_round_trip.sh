@@ -22,7 +22,7 @@ count() {  # count TOOL... N: instructions of the client running N iterations
   sed -nE 's/.*Collected : ([0-9]+).*/\1/p' "$out/log"
 }
 for t in "raw libibverbs:$build/bench/verbs_pingpong --raw" "unet verbs layer:$build/bench/verbs_pingpong" \
-         "U-Net endpoint:$build/core/examples/unet_pingpong"; do
+         "U-Net endpoint:$build/bench/unet_pingpong"; do
   read -ra tool <<<"${t#*:}"
   a=$(count "${tool[@]}" 500)
   b=$(count "${tool[@]}" 1500)

@@ -66,7 +66,7 @@ for r in $(seq 1 "$rounds"); do
     [ "$r" -eq 1 ] && echo "$out"
     if [ "$mode" = unet ]; then unet+=("$(typical <<<"$out")"); else raw+=("$(typical <<<"$out")"); fi
   done
-  out=$(pair "$build/core/examples/unet_pingpong" -d "$dev" -s "$size" -n "$iters" -p "$port") || { echo "$out"; exit 1; }
+  out=$(pair "$build/bench/unet_pingpong" -d "$dev" -s "$size" -n "$iters" -p "$port") || { echo "$out"; exit 1; }
   [ "$r" -eq 1 ] && echo "$out"
   endpoint+=("$(typical <<<"$out")")
   out=$(perftest --use-srq) || { echo "$out"; exit 1; }

@@ -1,6 +1,6 @@
 // The base-level tests: U-Net send/recv through core::Endpoint.
 //
-// ep_lat is core/examples/pingpong.cc's ping-pong (as ib_send_lat): the client stamps the cycle
+// ep_lat is bench/unet_pingpong.cc's ping-pong (as ib_send_lat): the client stamps the cycle
 // counter at the start of every iteration, latency = half the gap between consecutive stamps.
 //
 // ep_bw streams messages from the client to the server (as ib_send_bw). Flow control is by

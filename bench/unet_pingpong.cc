@@ -1,5 +1,5 @@
 // unet_pingpong: two processes bounce one message back and forth through U-Net endpoints, and the
-// client reports the half round trip the way perftest's ib_send_lat does. Read this first.
+// client reports the half round trip the way perftest's ib_send_lat does.
 //
 //   server:  unet_pingpong -d rxe0 -s 8            (no host argument)
 //   client:  unet_pingpong -d rxe0 -s 8 127.0.0.1
