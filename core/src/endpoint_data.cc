@@ -107,7 +107,7 @@ int Endpoint::poll() noexcept {
   // Freed buffers go back in batches while arrivals come in: one post list per repost_batch_
   // buffers, not one per message. A poll that reaped nothing returns whatever waits: it is idle
   // time, so a ping-pong reposts while it waits for the reply instead of between an arrival and
-  // its answer (on rxe a post list of four receives there cost 0.54 us per half round trip).
+  // its answer (core/README.md: what that cost).
   // Never to a failed UD QP, which would only flush them.
   const std::uint32_t waiting = free_queue_.size();
   const bool repost = waiting >= repost_batch_ || (waiting > 0 && reaped == 0 && rang == 0);
