@@ -32,8 +32,10 @@ credit window (--am-window: unet's --window, ucx_perftest's -W) and warm-up. The
 clipped to what uam carries: 65535 bytes on RC, the path MTU less 24 bytes on UD (unet_perf
 --limits); ucx_perftest runs the same clipped size.
 
-Writes OUT/results.json (every sample, the configuration), OUT/results.md (the table) and
-OUT/latency.png, OUT/bandwidth.png (log-log, peers overlaid; needs python3-matplotlib).
+Writes OUT/results.json (every sample, the configuration) and OUT/results.md (the table); then
+plots.py draws from them OUT/endpoint.png, direct.png, am.png, stream.png, datagram.png (a figure
+per layer with data), OUT/ratios.png (every case's unet / peer ratio) and OUT/report.md,
+report.html (the table and the figures; needs python3-matplotlib).
 
 Run where an RDMA device exists (a NIC, host rxe, or inside ci/rxe-vm); ci/main.sh does that.
 Every process is bounded by a timeout; a tool that fails or prints no figure fails the run.
@@ -46,6 +48,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import plots  # bench/compare/plots.py: the figures and the report
 
 LAT, BW = "lat", "bw"
 TESTS = ("ep_lat", "da_write_lat", "da_read_lat", "ep_bw", "da_write_bw", "am_lat", "am_bw", "dgram_lat",
@@ -612,60 +616,8 @@ def write_outputs(a, results, summary, context):
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(md)
     print(md)
-    plot(a, results, context)
-    print(f"compare: wrote {a.out}/results.json, results.md, latency.png, bandwidth.png")
-
-
-def plot(a, results, context):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def series(kind, test, transport, field):
-        """(size, unet median, peer median, peer name) of `field` for every case of `test` on
-        `transport` (unet's default settings: not the --nocoalesce or --noring cases)."""
-        return sorted((x["size"], statistics.median(r[field] for r in x["unet_runs"]),
-                       statistics.median(r[field] for r in x["peer_runs"]), x["peer"])
-                      for name, x in results.items()
-                      if x["kind"] == kind and x["unet_test"] == test and x["transport"] == transport
-                      and "--nocoalesce" not in name and "--noring" not in name)
-
-    for kind, fname, ylabel, field, tests in (
-            (LAT, "latency.png", "half round trip [us]", "latency_us",
-             (("ep_lat", "RC"), ("am_lat", "RC"), ("am_lat", "UD"), ("stream_lat", "UD"), ("stream_lat", "RC"),
-              ("dgram_lat", "UD"))),
-            (BW, "bandwidth.png", "BW average [MB/s]", "bw_MBps",
-             (("ep_bw", "RC"), ("da_write_bw", "RC"), ("am_bw", "RC"), ("am_bw", "UD"), ("stream_bw", "UD"),
-              ("stream_bw", "RC")))):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        peers = set()  # each peer's line once (am UD's ucx_perftest runs repeat RC's sizes)
-        for test, transport in tests:
-            pts = series(kind, test, transport, field)
-            if pts:
-                label = f"unet {test}" + (f" {transport}" if test.startswith(("am_", "stream_")) else "")
-                # stream_lat and am UD have two peers at one size: one unet point, each peer's own.
-                unet_pts = sorted(dict((p[0], p[1]) for p in pts).items())
-                ax.plot([p[0] for p in unet_pts], [p[1] for p in unet_pts], "o-", label=label)
-                for peer in sorted({p[3] for p in pts} - peers):
-                    peers.add(peer)
-                    mine = [p for p in pts if p[3] == peer]
-                    ax.plot([p[0] for p in mine], [p[2] for p in mine], "s--", label=peer)
-        if kind == LAT:
-            for prefix in ("rstream", "sockperf TCP"):
-                pts = sorted((int(k.split()[-2]), statistics.median(v)) for k, v in context.items()
-                             if k.startswith(prefix))
-                if pts:
-                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "^:", label=prefix)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size [bytes]")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"unet vs peers on {a.device} (median of {a.rounds} rounds)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(a.out, fname), dpi=110)
-        plt.close(fig)
+    files = plots.write(a.out)
+    print(f"compare: wrote {a.out}/results.json, results.md, {', '.join(files)}")
 
 
 if __name__ == "__main__":
