@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""bench/compare's figures and report from a synthetic run, no device: the cases compare.py's
+own cases() plans (every test but dgram_lat), made-up figures, written through compare.py's
+write_outputs() as a run writes them, then redrawn by hand (plots.py RESULTS_DIR --out DIR).
+Exits 77 (skipped) without python3-matplotlib."""
+import argparse
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMPARE_DIR = os.path.join(HERE, "..", "..", "bench", "compare")
+sys.path.insert(0, COMPARE_DIR)
+
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    print("compare_plots_test: no matplotlib (python3-matplotlib); skipped")
+    sys.exit(77)
+
+import compare  # noqa: E402
+import plots  # noqa: E402
+
+TESTS = [t for t in compare.TESTS if t != "dgram_lat"]  # one layer without data
+LIMITS = {"RC": 65535, "UD": 1000, "UD_MTU": 1024}
+LAYER_FIGURES = ["endpoint.png", "direct.png", "am.png", "stream.png"]
+
+
+def synthetic_run(out):
+    """Writes OUT/results.json and results.md (and the figures) as compare.py's main() would
+    after two rounds."""
+    a = argparse.Namespace(lat_sizes=[8, 64, 1024], bw_sizes=[64, 65536], tests=TESTS, am_window=8,
+                           device="rxe0", rounds=2, out=out)
+    results = {}
+    for name, kind, size, test, _, tool, metric, transport in compare.cases(a, LIMITS):
+        x = results[name] = {"kind": kind, "size": size, "unet_test": test, "peer": tool,
+                             "metric": metric, "transport": transport, "unet": [],
+                             "peer_values": [], "unet_runs": [], "peer_runs": []}
+        for rnd in range(a.rounds):
+            for who, base in (("unet", 10.0 + rnd), ("peer", 11.0)):
+                v = base + size / 1000 if kind == compare.LAT else base / (1 + size / 1000)
+                run = ({"value": v, "latency_us": v} if kind == compare.LAT else
+                       {"value": v, "bw_MBps": v * 50, "msg_rate_Mpps": v / 100})
+                x["unet" if who == "unet" else "peer_values"].append(v)
+                x[f"{who}_runs"].append(run)
+    context = {f"{tool} {s} B": [12.0 + s / 100, 12.5 + s / 100]
+               for tool in ("rstream", "sockperf TCP") for s in a.lat_sizes}
+    with contextlib.redirect_stdout(io.StringIO()):
+        compare.write_outputs(a, results, compare.summarize(results), context)
+    return results
+
+
+def is_png(path):
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 1000
+
+
+class ComparePlots(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.out = self.tmp.name
+        # What an older run or one with more layers left behind: removed, not reported.
+        for stale in ("latency.png", "bandwidth.png", "datagram.png"):
+            open(os.path.join(self.out, stale), "w").close()
+        self.results = synthetic_run(self.out)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def check_outputs(self, out):
+        for f in ["ratios.png"] + LAYER_FIGURES:
+            self.assertTrue(is_png(os.path.join(out, f)), f"{f}: no PNG written")
+        for f in ("latency.png", "bandwidth.png", "datagram.png"):
+            self.assertFalse(os.path.exists(os.path.join(out, f)), f"{f} left in {out}")
+        with open(os.path.join(self.out, "results.md")) as f:
+            table = f.read()
+        with open(os.path.join(out, "report.md")) as f:
+            md = f.read()
+        self.assertIn(table.rstrip(), md, "report.md carries results.md whole")
+        for f in ["ratios.png"] + LAYER_FIGURES:
+            self.assertIn(f"]({f})", md)
+        self.assertNotIn("datagram.png", md)
+        with open(os.path.join(out, "report.html")) as f:
+            page = f.read()
+        for f in ["ratios.png"] + LAYER_FIGURES:
+            self.assertIn(f'<img src="{f}"', page)
+        self.assertNotIn("<script", page.lower())
+        # Every case of the table is a row of the HTML table.
+        for name in self.results:
+            self.assertIn(f"<td class=\"left\">{name}</td>", page.replace("&quot;", '"'))
+
+    def test_a_run_writes_the_figures_and_the_report(self):
+        self.check_outputs(self.out)
+
+    def test_plots_py_redraws_a_run_elsewhere(self):
+        with tempfile.TemporaryDirectory() as other:
+            got = subprocess.run([sys.executable, os.path.join(COMPARE_DIR, "plots.py"), self.out,
+                                  "--out", other], capture_output=True, text=True, timeout=300)
+            self.assertEqual(got.returncode, 0, got.stderr)
+            for f in ("results.json", "results.md"):
+                self.assertFalse(os.path.exists(os.path.join(other, f)))
+            self.check_outputs(other)
+
+    def test_every_default_case_has_a_panel_and_pairings_span_their_sizes(self):
+        metrics = {m for m, _, _ in plots.PANELS}
+        for name, x in self.results.items():
+            self.assertIn(x["metric"], metrics, f"{name}: in no panel of its layer's figure")
+        ep = plots.layer_panels(self.results, "endpoint")
+        self.assertEqual(sorted(p[0] for p in ep["t_typical us"]["ep_lat vs WRITE"]),
+                         [8, 64, 1024])
+        self.assertFalse([k for m in ep.values() for k in m if "--noring" in k],
+                         "variants stay out of the layer figures")
+        am = plots.layer_panels(self.results, "am")
+        self.assertEqual(sorted(p[0] for p in am["MsgRate Mpps"]["am_bw UD --batch 16"]),
+                         [64, 1000], "UD's clipped 1000 B is a message rate, like 64 B")
+        self.assertEqual([p[0] for p in am["BW average MB/s"]["am_bw RC --batch 16"]], [65535])
+
+
+if __name__ == "__main__":
+    unittest.main()
