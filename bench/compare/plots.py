@@ -57,6 +57,11 @@ def pairing(name):
     return re.sub(r" \d+ B\b", "", name, count=1)
 
 
+def rounds_of(data):
+    n = data.get("config", {}).get("rounds", "?")
+    return f"{n} round" if n == 1 else f"{n} rounds"
+
+
 def layer_of(test):
     return next((stem for stem, _, prefix in LAYERS if test.startswith(prefix)), None)
 
@@ -249,7 +254,7 @@ def layer_figure(path, title, panels, context, device, rounds):
         else:
             rows_panel(ax, data, ptitle, label)
         y -= below
-    fig.suptitle(f"{title}: unet vs peers on {device}, median of {rounds} rounds",
+    fig.suptitle(f"{title}: unet vs peers on {device}, median of {rounds}",
                  x=LEFT / fig.get_figwidth(), y=1 - 0.15 / height, ha="left", fontsize=12)
     fig.savefig(path, dpi=110, bbox_inches="tight", pad_inches=0.15)
     plt.close(fig)
@@ -317,8 +322,7 @@ def ratios_figure(path, data):
         ax.axhline(hy - 0.7, color="0.6", linewidth=0.8)
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_xlabel("unet / peer, median over rounds (whisker: min..max)")
-    rounds = data.get("config", {}).get("rounds", "?")
-    ax.set_title(f"unet / peer per case, {rounds} rounds (latency: below 1 is better; "
+    ax.set_title(f"unet / peer per case, {rounds_of(data)} (latency: below 1 is better; "
                  f"rates: above 1)", loc="left", fontsize=10)
     fig.legend(handles=[Patch(color=good, label="unet better"),
                         Patch(color=bad, label="peer better (or equal)")],
@@ -417,7 +421,7 @@ def write(results_dir, out=None):
     os.makedirs(out, exist_ok=True)
     data = load(results_dir)
     device = data.get("config", {}).get("device", "?")
-    rounds = data.get("config", {}).get("rounds", "?")
+    rounds = rounds_of(data)
     figures = []
     if data.get("summary"):
         ratios_figure(os.path.join(out, "ratios.png"), data)
