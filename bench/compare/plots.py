@@ -261,6 +261,11 @@ def layer_figure(path, title, panels, context, device, rounds):
     return True
 
 
+def ratio_text(v):
+    """Two significant digits, with no exponent: 0.0043, 0.93, 12, 260."""
+    return f"{v:.0f}" if v >= 10 else f"{v:.2g}"
+
+
 def ratios_figure(path, data):
     """Every case's median unet / peer ratio (log scale, centred on 1), min..max as a whisker,
     coloured by who is better; by layer, in the order compare.py ran them."""
@@ -290,26 +295,38 @@ def ratios_figure(path, data):
     left, width = 4.3, 5.3
     ax = fig.add_axes([left / 11, 0.9 / height, width / 11, (height - 1.6) / height])
     good, bad = "tab:blue", "tab:orange"
+    # The axis holds every median and whiskers up to 4x either way; a whisker beyond is cut at
+    # the edge with an arrowhead (one slow round under emulation can reach 100x).
+    far = max(abs(math.log(s["ratio_median"])) for s in rows)
+    reach = max(abs(math.log(s[k])) for s in rows for k in ("ratio_min", "ratio_max"))
+    span = max(math.log(2) * 1.08, far * 1.25, min(reach, math.log(4)) * 1.08)
+    lo_x, hi_x = math.exp(-span), math.exp(span)
+    cut_lo, cut_hi = math.exp(-0.97 * span), math.exp(0.97 * span)  # arrowheads inside the axes
     for s, yy in zip(rows, ys):
         r = s["ratio_median"]
         better = r < 1 if s["lower_is_better"] else r > 1
         ax.barh(yy, r - 1, left=1, height=0.7, color=good if better else bad, zorder=2)
-        ax.errorbar(r, yy, xerr=[[r - s["ratio_min"]], [s["ratio_max"] - r]], fmt="none",
-                    ecolor="0.2", elinewidth=1, capsize=2.5, zorder=3)
-        ax.text(1.01, yy, f"{r:.2f}", transform=ax.get_yaxis_transform(), va="center",
-                fontsize=8)
+        lo, hi = max(s["ratio_min"], cut_lo), min(s["ratio_max"], cut_hi)
+        ax.errorbar(r, yy, xerr=[[r - lo], [hi - r]], fmt="none", ecolor="0.2", elinewidth=1,
+                    capsize=0, zorder=3)
+        for end, mark in ((lo, "<" if s["ratio_min"] < cut_lo else "|"),
+                          (hi, ">" if s["ratio_max"] > cut_hi else "|")):
+            ax.plot([end], [yy], marker=mark, color="0.2", markersize=5, zorder=3)
+        spread = f"{ratio_text(s['ratio_min'])}..{ratio_text(s['ratio_max'])}"
+        ax.text(1.01, yy, f"{r:.2f}  ({spread})",
+                transform=ax.get_yaxis_transform(), va="center", fontsize=8)
     ax.axvline(1, color="black", linewidth=1, zorder=4)
     ax.set_xscale("log")
-    lo = min(min(s["ratio_min"] for s in rows), 0.5)
-    hi = max(max(s["ratio_max"] for s in rows), 2.0)
-    span = max(-math.log(lo), math.log(hi)) * 1.08
-    ax.set_xlim(math.exp(-span), math.exp(span))
-    # Powers of two; 0.8 and 1.25 too when nothing is further from 1 than 2x.
-    extra = (0.8, 1.25) if span < math.log(2.2) else ()
-    ticks = sorted(t for t in [2.0 ** k for k in range(-6, 7)] + list(extra)
-                   if math.exp(-span) <= t <= math.exp(span))
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlim(lo_x, hi_x)
+    # Powers of two (every second or more when the axis is wide); 0.8 and 1.25 too when it
+    # ends within 2.2x.
+    k = math.floor(span / math.log(2))
+    step = max(1, math.ceil((2 * k + 1) / 9))
+    ticks = [2.0 ** e for e in range(-k, k + 1) if e % step == 0]
+    ticks += [0.8, 1.25] if span < math.log(2.2) else []
+    ax.xaxis.set_major_locator(FixedLocator(sorted(ticks)))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if v >= 1 or v == 0.8 else f"1/{round(1 / v)}"))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_yticks(ys + [h[0] for h in heads])
     ax.set_yticklabels(labels + [h[1] for h in heads], fontsize=8)
@@ -321,7 +338,7 @@ def ratios_figure(path, data):
     for hy, _ in heads[1:]:
         ax.axhline(hy - 0.7, color="0.6", linewidth=0.8)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_xlabel("unet / peer, median over rounds (whisker: min..max)")
+    ax.set_xlabel("unet / peer: median over the rounds, whisker min..max (numbers at right)")
     ax.set_title(f"unet / peer per case, {rounds_of(data)} (latency: below 1 is better; "
                  f"rates: above 1)", loc="left", fontsize=10)
     fig.legend(handles=[Patch(color=good, label="unet better"),
@@ -385,8 +402,9 @@ HOW_TO_READ = ("Every figure is a median over the rounds. In a layer's figure a 
                "the table compares them. The --nocoalesce and --noring variants are in the "
                "ratio chart only.")
 RATIO_CAPTION = ("Every case's median unet / peer ratio (log scale, centred on 1), the whisker "
-                 "its min..max over the rounds; blue where unet is better (latency ratio below "
-                 "1, rate ratio above 1), orange where the peer is.")
+                 "its min..max over the rounds (cut with an arrowhead past 4x; the figures are "
+                 "at the right); blue where unet is better (latency ratio below 1, rate ratio "
+                 "above 1), orange where the peer is.")
 
 
 def reports(out, table_md, figures):
