@@ -52,83 +52,38 @@ struct AmRound {
   }
 };
 
-// Drives a uam::Endpoint until `done()`: poll() in a loop, or with -e wait(), which sleeps on the
-// completion channel and wakes for uam's timers. Throws PerfError for a problem a handler
-// recorded, a device error, a failed channel, the peer leaving the round, or --timeout_ms without
-// `done()`. The peer sends nothing on the session during a round, so while idle the session is
-// watched: a line there, or its end, means the peer gave up (a dead client would otherwise leave
-// the server waiting for --timeout_ms). The wait for the client's closing count turns this off.
-class AmProgress {
+// The Driver (progress.h) of a uam::Endpoint: poll(), or with -e wait(), which sleeps on the
+// completion channel and wakes for uam's timers. A problem a handler recorded ends the wait after
+// the poll that ran it, a failed channel at the next idle check. The peer sends nothing on the
+// session during a round, so while idle the session is watched (Progress's `watched`): a dead
+// client would otherwise leave the server waiting for --timeout_ms.
+class AmDriver {
  public:
-  explicit AmProgress(AmRound& r) : r_(r), patience_(r.clock.ticks(r.cfg.timeout)) {}
-
-  template <class Done>
-  void until(Done done, const char* what, bool watch_peer = true) {
-    const std::uint64_t deadline = core::CycleClock::now() + patience_;
-    for (std::uint32_t idle = 0;; ++idle) {
-      if (r_.cfg.events) {
-        // Short slices: some waits (the client's count) end on the session, not on the endpoint.
-        if (Status s = r_.am.wait(kSlice); s != Status::kOk && s != Status::kTimeout)
-          failed(what, s);
-      } else if (r_.am.poll() < 0) {
-        failed(what, Status::kDeviceError);
-      }
-      if (!r_.problem.empty()) throw PerfError(r_.problem);
-      if (done()) return;
-      if (r_.cfg.events || idle % 4096 == 4095) {
-        if (r_.am.channel_status(r_.ch) != Status::kOk)
-          throw PerfError(std::string("the channel failed while waiting for ") + what);
-        if (watch_peer && r_.session.line_waiting()) peer_left(what);
-        if (core::CycleClock::now() > deadline) timed_out(what);
-      }
-    }
+  explicit AmDriver(AmRound& r) : r_(r) {}
+  int poll() {
+    const int n = r_.am.poll();
+    if (!r_.problem.empty()) throw PerfError(r_.problem);
+    return n;
   }
-
-  // Retries `attempt` (a request) while it says kNoResource, making progress in between; any
-  // other failure throws.
-  template <class Attempt>
-  void retry(Attempt attempt, const char* what) {
-    Status s = attempt();
-    if (s == Status::kOk) return;
-    if (s != Status::kNoResource) failed(what, s);
-    until(
-        [&] {
-          s = attempt();
-          if (s != Status::kOk && s != Status::kNoResource) failed(what, s);
-          return s == Status::kOk;
-        },
-        what);
+  Status arm() noexcept { return Status::kOk; }  // wait() arms, polls and sleeps
+  Status sleep(std::chrono::milliseconds most) noexcept { return r_.am.wait(most); }
+  void check(const char* what) const {
+    if (r_.am.channel_status(r_.ch) != Status::kOk)
+      throw PerfError(std::string("the channel failed while waiting for ") + what);
   }
-
-  [[noreturn]] void failed(const char* what, Status s) const {
-    throw PerfError(std::string(what) + " failed: " + std::string(to_string(s)));
+  std::string late() const {
+    return r_.cfg.transport == core::Transport::kUd
+               ? " (over UD uam resends lost messages: is the peer alive?)"
+               : "";
   }
 
  private:
-  static constexpr std::chrono::milliseconds kSlice{10};
-
-  [[noreturn]] void timed_out(const char* what) const {
-    std::string msg =
-        "no " + std::string(what) + " within " + std::to_string(r_.cfg.timeout.count()) + " ms";
-    if (r_.cfg.transport == core::Transport::kUd)
-      msg += " (over UD uam resends lost messages: is the peer alive?)";
-    throw PerfError(msg);
-  }
-
-  [[noreturn]] void peer_left(const char* what) const {
-    std::string said;
-    try {
-      said = "'" + r_.session.recv_line(std::chrono::milliseconds(1000)) + "'";
-    } catch (const std::exception&) {
-      said = "nothing (it closed the session)";
-    }
-    throw PerfError(std::string(r_.cfg.is_client() ? "the server" : "the client") +
-                    " left the round while waiting for " + what + "; it sent " + said);
-  }
-
   AmRound& r_;
-  std::uint64_t patience_;
 };
+
+using AmProgress = Progress<AmDriver>;
+
+AmProgress progress_of(AmRound& r) { return AmProgress(AmDriver(r), r.cfg, r.clock, &r.session); }
 
 // "" when message `it` is as sent (its word is `it`, its payload `len` bytes, the first and the
 // last carry the check pattern), else what differs. Allocates only to report a difference.
@@ -182,7 +137,7 @@ std::uint64_t finish_client(AmRound& r, std::uint64_t sent) {
 SizeResult run_am_lat(AmRound& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
-  AmProgress progress(r);
+  AmProgress progress = progress_of(r);
   SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
   if (!r.cfg.is_client()) {  // server: answer every request with its word and bytes
@@ -252,7 +207,7 @@ SizeResult run_am_lat(AmRound& r) {
 SizeResult run_am_bw(AmRound& r) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint32_t len = r.size;
-  AmProgress progress(r);
+  AmProgress progress = progress_of(r);
   SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
   if (!r.cfg.is_client()) {  // server: count, check, no reply

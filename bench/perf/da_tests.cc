@@ -63,7 +63,7 @@ bool drain_completions(core::Endpoint& ep, OnDone on_done) {
 }
 
 // One untimed operation over all of `local` (to or from the whole peer window): registers it.
-void prime(Round& r, Progress& progress, OpKind kind, const RemoteToken& peer) {
+void prime(Round& r, Progress<EndpointDriver>& progress, OpKind kind, const RemoteToken& peer) {
   const std::size_t n = r.local.size();
   progress.retry(
       [&] {
@@ -88,7 +88,7 @@ std::byte counter_byte(std::uint64_t it) noexcept { return static_cast<std::byte
 SizeResult run_da_write_lat(Round& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
-  Progress progress(r.ep, r.cfg, r.clock);
+  Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
   Grant grant(r, core::kRemoteWrite);
   const RemoteToken peer = exchange_tokens(*r.session, grant.token());
   prime(r, progress, OpKind::kWrite, peer);  // zeros into the peer's window
@@ -157,7 +157,7 @@ SizeResult run_da_write_lat(Round& r) {
 SizeResult run_da_write_bw(Round& r) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint32_t len = r.size;
-  Progress progress(r.ep, r.cfg, r.clock);
+  Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
   Grant grant(r, core::kRemoteWrite);
   const RemoteToken peer = exchange_tokens(*r.session, grant.token());
   SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
@@ -212,7 +212,7 @@ SizeResult run_da_read_lat(Round& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
   const std::uint64_t seed = 0x5a;
-  Progress progress(r.ep, r.cfg, r.clock);
+  Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
   if (!r.cfg.is_client()) fill_pattern(r.window.subspan(0, len), seed);  // what the client reads
   Grant grant(r, core::kRemoteRead);
   const RemoteToken peer = exchange_tokens(*r.session, grant.token());

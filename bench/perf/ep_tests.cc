@@ -106,7 +106,7 @@ std::string check_tool_content(std::span<const std::byte> in) {
 SizeResult run_ep_lat(Round& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
-  Progress progress(r.ep, r.cfg, r.clock);
+  Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
   Sender sender(r);
   Descriptor d;
   auto arrived = [&] { return r.ep.receive(d) == Status::kOk; };
@@ -169,7 +169,7 @@ SizeResult run_ep_bw(Round& r) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint32_t len = r.size;
   const auto [window, credit_every] = credit_plan(r.ep.config().free_queue_depth);
-  Progress progress(r.ep, r.cfg, r.clock);
+  Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
   Sender sender(r);
   Descriptor d;
   SizeResult result = SizeResult::of(r.size, r.cfg.iterations);

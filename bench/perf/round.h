@@ -1,13 +1,10 @@
-// One size of one test: the endpoint and channel it runs on, bounded waits that poll or sleep on
-// completion events (-e), the check pattern, and the tests (ep_tests.cc, da_tests.cc, am_tests.cc).
+// One size of one test: the endpoint and channel it runs on, the check pattern, and the tests
+// (ep_tests.cc, da_tests.cc, am_tests.cc, ulp_tests.cc); their bounded waits are progress.h's.
 //
 // Rules for every timed loop: timestamps are cycle-counter reads into arrays allocated before the
 // loop; nothing is printed or allocated inside it; a failure throws PerfError (and ends the run).
 #pragma once
 
-#include <poll.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -16,6 +13,7 @@
 #include "connect.h"
 #include "unet/core/cycle_clock.h"
 #include "options.h"
+#include "progress.h"
 #include "report.h"
 #include "unet/core/endpoint.h"
 
@@ -44,86 +42,6 @@ inline std::byte pattern(std::uint64_t seed, std::size_t i) noexcept {
 void fill_pattern(std::span<std::byte> out, std::uint64_t seed) noexcept;
 // "" when `in` carries pattern `seed`, otherwise where it differs (for an error message).
 std::string check_pattern(std::span<const std::byte> in, std::uint64_t seed);
-
-// Does the endpoint's work until `done()` is true: poll() in a loop, or with -e sleep on the
-// endpoint's notify fd between polls (arm, poll once more, then poll(2)). After --timeout_ms
-// without `done()`, throws PerfError saying what was awaited.
-class Progress {
- public:
-  Progress(core::Endpoint& ep, const PerfConfig& cfg, const core::CycleClock& clock)
-      : ep_(ep), cfg_(cfg), patience_(clock.ticks(cfg.timeout)) {}
-
-  template <class Done>
-  void until(Done done, const char* what) {
-    if (cfg_.events) return until_event(done, what);
-    const std::uint64_t deadline = core::CycleClock::now() + patience_;
-    for (std::uint32_t idle = 0;; ++idle) {
-      if (ep_.poll() < 0) device_error(what);
-      if (done()) return;
-      if (idle % 4096 == 4095 && core::CycleClock::now() > deadline) timed_out(what);
-    }
-  }
-
-  // Retries `attempt` (a send, acquire_buffer or one-sided operation) while it says kNoResource,
-  // making progress in between; any other failure throws.
-  template <class Attempt>
-  void retry(Attempt attempt, const char* what) {
-    Status s = attempt();
-    if (s == Status::kOk) return;
-    until(
-        [&] {
-          s = attempt();
-          if (s != Status::kOk && s != Status::kNoResource) failed(what, s);
-          return s == Status::kOk;
-        },
-        what);
-  }
-
-  [[noreturn]] void failed(const char* what, Status s) const;
-
- private:
-  template <class Done>
-  void until_event(Done done, const char* what) {
-    const auto deadline = std::chrono::steady_clock::now() + cfg_.timeout;
-    for (;;) {
-      if (ep_.poll() < 0) device_error(what);
-      if (done()) return;
-      if (ep_.arm() != Status::kOk) device_error(what);
-      if (ep_.poll() < 0) device_error(what);  // what came in while arming
-      if (done()) return;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) timed_out(what);
-      pollfd p{ep_.notify_fd(), POLLIN, 0};
-      (void)::poll(&p, 1, static_cast<int>(left.count()));  // EINTR: loop again
-    }
-  }
-  [[noreturn]] void device_error(const char* what) const;
-  [[noreturn]] void timed_out(const char* what) const;
-
-  core::Endpoint& ep_;
-  const PerfConfig& cfg_;
-  std::uint64_t patience_;
-};
-
-// The *_bw sender's step: queues messages `next`, `next` + 1, ... below `limit`, at most `batch`
-// of them (the next poll() posts them with one doorbell), stamping the post time of each measured
-// one (message k >= `warmup` in posted[k - warmup]). `push(k)` queues message k; kNoResource ends
-// the batch until after a poll, any other failure is `progress.failed(what, s)`, which throws.
-// Returns whether it queued any.
-template <class AnyProgress, class Push>
-bool push_batch(AnyProgress& progress, std::uint32_t batch, std::uint64_t& next,
-                std::uint64_t limit, std::uint64_t warmup, std::span<std::uint64_t> posted,
-                Push push, const char* what) {
-  std::uint32_t pushed = 0;
-  for (; pushed < batch && next < limit; ++next, ++pushed) {
-    const Status s = push(next);
-    if (s == Status::kNoResource) break;
-    if (s != Status::kOk) progress.failed(what, s);
-    if (next >= warmup) posted[next - warmup] = core::CycleClock::now();
-  }
-  return pushed > 0;
-}
 
 // The core-endpoint tests. Each runs both sides (cfg.is_client()), ends with finish_round, and
 // returns the client's figures (the server's result carries only the size).

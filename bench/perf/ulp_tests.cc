@@ -30,11 +30,9 @@
 // echoed; stream_bw: bytes) with the client's, and its endpoint's drop and malformed counters.
 // The stream tests report the client connection's retransmitted segments and timeouts (--json).
 //
-// Waits: UlpProgress polls (or with -e sleeps on the endpoint's fd, bounded by its next timer);
-// every wait ends after --timeout_ms, and while idle the session is watched, so that a peer that
-// gave up ends this side at once (as am_tests.cc).
-#include <poll.h>
-
+// Waits: Progress (progress.h) with a UlpDriver polls (or with -e sleeps on the endpoint's fd,
+// bounded by its next timer); every wait ends after --timeout_ms, and while idle the session is
+// watched, so that a peer that gave up ends this side at once (as am_tests.cc).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -55,69 +53,29 @@ namespace {
 constexpr std::uint16_t kPort = 7;  // the echo port, on both sides (datagrams and streams)
 constexpr std::size_t kIndexBytes = 8;
 
-// Drives a ulp endpoint (both kinds have poll, arm, fd, next_timer_ms) until `done()`. Throws
-// PerfError on a device error, the peer leaving the round (a line or the end of the session while
-// we wait), or --timeout_ms without `done()`; `why_late` is added to the timeout message.
+// The Driver (progress.h) of a ulp endpoint (both kinds have poll, arm, fd, next_timer_ms): with
+// -e it sleeps on the endpoint's fd, bounded by its next timer (reassembly, retransmission).
+// `why_late` is added to a timeout's message.
 template <class Ep>
-class UlpProgress {
+class UlpDriver {
  public:
-  UlpProgress(Ep& ep, const PerfConfig& cfg, Session& s, const core::CycleClock& clock,
-              const char* why_late)
-      : ep_(ep), cfg_(cfg), session_(s), patience_(clock.ticks(cfg.timeout)), why_late_(why_late) {}
-
-  template <class Done>
-  void until(Done done, const char* what, bool watch_peer = true) {
-    const std::uint64_t deadline = core::CycleClock::now() + patience_;
-    for (std::uint32_t idle = 0;; ++idle) {
-      if (ep_.poll() < 0) device_error(what);
-      if (done()) return;
-      if (cfg_.events) {
-        if (ep_.arm() != Status::kOk) device_error(what);
-        if (ep_.poll() < 0) device_error(what);  // what came in while arming
-        if (done()) return;
-        // Short slices: the endpoint's timers (reassembly, retransmission) and the session.
-        const int timer = ep_.next_timer_ms();
-        pollfd p{ep_.fd(), POLLIN, 0};
-        (void)::poll(&p, 1, timer < 0 ? kSliceMs : std::min(timer, kSliceMs));  // EINTR: again
-      }
-      if (cfg_.events || idle % 4096 == 4095) {
-        if (watch_peer && session_.line_waiting()) peer_left(what);
-        if (core::CycleClock::now() > deadline) timed_out(what);
-      }
-    }
+  UlpDriver(Ep& ep, const char* why_late) : ep_(ep), why_late_(why_late) {}
+  int poll() noexcept { return ep_.poll(); }
+  Status arm() noexcept { return ep_.arm(); }
+  Status sleep(std::chrono::milliseconds most) noexcept {
+    const int timer = ep_.next_timer_ms(), ms = static_cast<int>(most.count());
+    return sleep_on(ep_.fd(), timer < 0 ? ms : std::min(timer, ms));
   }
-
-  [[noreturn]] void failed(const char* what, Status s) const {
-    throw PerfError(std::string(what) + " failed: " + std::string(to_string(s)));
-  }
+  void check(const char*) const noexcept {}
+  std::string late() const { return why_late_; }
 
  private:
-  static constexpr int kSliceMs = 10;
-
-  [[noreturn]] void device_error(const char* what) const {
-    throw PerfError(std::string("device error while waiting for ") + what);
-  }
-  [[noreturn]] void timed_out(const char* what) const {
-    throw PerfError("no " + std::string(what) + " within " + std::to_string(cfg_.timeout.count()) +
-                    " ms" + why_late_);
-  }
-  [[noreturn]] void peer_left(const char* what) const {
-    std::string said;
-    try {
-      said = "'" + session_.recv_line(std::chrono::milliseconds(1000)) + "'";
-    } catch (const std::exception&) {
-      said = "nothing (it closed the session)";
-    }
-    throw PerfError(std::string(cfg_.is_client() ? "the server" : "the client") +
-                    " left the round while waiting for " + what + "; it sent " + said);
-  }
-
   Ep& ep_;
-  const PerfConfig& cfg_;
-  Session& session_;
-  std::uint64_t patience_;
   const char* why_late_;
 };
+
+template <class Ep>
+using UlpProgress = Progress<UlpDriver<Ep>>;
 
 std::uint64_t total_of(const PerfConfig& c) { return c.warmup + c.iterations; }
 
@@ -177,33 +135,21 @@ std::string dgram_drops(const ulp::DatagramStats& st) {
 SizeResult run_dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
                          core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(c);
-  UlpProgress progress(ep, c, s, clock, kDgramLate);
+  Progress progress(UlpDriver(ep, kDgramLate), c, clock, &s);
   SizeResult result = SizeResult::of(size, c.iterations);
   std::vector<std::byte> buf(size);
   ulp::DatagramInfo info;
   // Takes the next datagram on kPort into `buf`; true when one was there.
   auto take = [&] {
-    const Status st = ep.recv_from(kPort, buf, info);
-    if (st == Status::kNoResource) return false;
-    if (st != Status::kOk) progress.failed("recv_from", st);
+    if (!progress.succeeded(ep.recv_from(kPort, buf, info), "recv_from")) return false;
     if (info.length != size)
       throw PerfError("a datagram of " + std::to_string(info.length) + " bytes, expected " +
                       std::to_string(size));
     return true;
   };
   auto send = [&](core::ChannelId to, std::uint16_t port) {
-    const std::span<const std::byte> data(buf);
-    Status st = ep.send_to(kPort, to, port, data);
-    if (st == Status::kNoResource)
-      progress.until(
-          [&] {
-            st = ep.send_to(kPort, to, port, data);
-            if (st != Status::kOk && st != Status::kNoResource) progress.failed("send_to", st);
-            return st == Status::kOk;
-          },
-          "room to send a datagram");
-    else if (st != Status::kOk)
-      progress.failed("send_to", st);
+    progress.retry([&] { return ep.send_to(kPort, to, port, std::span<const std::byte>(buf)); },
+                   "send_to", "room to send a datagram");
   };
 
   if (!c.is_client()) {  // server: echo every datagram to its sender
@@ -260,9 +206,7 @@ void send_all(StreamRound& r, std::span<const std::byte> data, Took took) {
   auto push = [&] {
     while (off < data.size()) {
       std::size_t n = 0;
-      const Status st = r.ep.send(r.conn, data.subspan(off), n);
-      if (st == Status::kNoResource) return false;
-      if (st != Status::kOk) r.progress.failed("send", st);
+      if (!r.progress.succeeded(r.ep.send(r.conn, data.subspan(off), n), "send")) return false;
       off += n;
       took(n);
     }
@@ -278,11 +222,10 @@ void recv_exact(StreamRound& r, std::span<std::byte> out, const char* what) {
     while (off < out.size()) {
       std::size_t n = 0;
       const Status st = r.ep.recv(r.conn, out.subspan(off), n);
-      if (st == Status::kNoResource) return false;
       if (st == Status::kClosed)
         throw PerfError("the peer ended the stream with " + std::to_string(off) + " of " +
                         std::to_string(out.size()) + " bytes of a message unread");
-      if (st != Status::kOk) r.progress.failed("recv", st);
+      if (!r.progress.succeeded(st, "recv")) return false;
       off += n;
     }
     return true;
@@ -438,9 +381,8 @@ void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted, std
     while (next < total && next - done < kSlots) {
       const std::span<std::byte> msg = std::span(memory).subspan((next % kSlots) * r.size, r.size);
       fill_message(msg, next, total, false);
-      const Status st = r.ep.send_zero_copy(r.conn, msg, next);
-      if (st == Status::kNoResource) return false;
-      if (st != Status::kOk) r.progress.failed("send_zero_copy", st);
+      if (!r.progress.succeeded(r.ep.send_zero_copy(r.conn, msg, next), "send_zero_copy"))
+        return false;
       if (next >= warmup) posted[next - warmup] = core::CycleClock::now();
       ++next;
     }
@@ -493,7 +435,7 @@ ulp::StreamConfig stream_config(const PerfConfig& c) {
 
 SizeResult stream_size(const PerfConfig& c, Session& s, ulp::StreamEndpoint& ep,
                        core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
-  UlpProgress progress(ep, c, s, clock, kStreamLate);
+  Progress progress(UlpDriver(ep, kStreamLate), c, clock, &s);
   ulp::ConnId conn = ulp::kNoConn;
   // "go" before the handshake, not after: no side then blocks on the session while the other
   // still needs its segments answered (a lost ACK of the SYN-ACK is repaired by the server's
