@@ -196,11 +196,7 @@ SizeResult run_am_lat(AmRound& r) {
   result.am_retransmitted = r.am.stats().retransmitted;
   result.am_duplicates = r.am.stats().duplicates;
 
-  std::vector<double> half_rtt;
-  half_rtt.reserve(r.cfg.iterations);
-  for (std::uint64_t it = r.cfg.warmup; it < total; ++it)
-    half_rtt.push_back(r.clock.to_us(stamps[it + 1] - stamps[it]) / 2);
-  result.latency = bench::compute_latency(half_rtt);
+  result.latency = round_trip_latency(stamps, r.cfg.warmup, r.clock.ticks_per_us());
   return result;
 }
 

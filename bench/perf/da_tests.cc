@@ -146,11 +146,7 @@ SizeResult run_da_write_lat(Round& r) {
   progress.until([&] { return (void)drain_completions(r.ep, count), completions >= total; },
                  "the last RDMA WRITE to complete");
   finish_round(*r.session, total);
-  std::vector<double> half_rtt;
-  half_rtt.reserve(r.cfg.iterations);
-  for (std::uint64_t it = r.cfg.warmup; it < total; ++it)
-    half_rtt.push_back(r.clock.to_us(stamps[it + 1] - stamps[it]) / 2);
-  result.latency = bench::compute_latency(half_rtt);
+  result.latency = round_trip_latency(stamps, r.cfg.warmup, r.clock.ticks_per_us());
   return result;
 }
 
@@ -247,11 +243,8 @@ SizeResult run_da_read_lat(Round& r) {
       !bad.empty())
     throw PerfError("last RDMA READ: " + bad);
   finish_round(*r.session, total);
-  std::vector<double> rtt;
-  rtt.reserve(r.cfg.iterations);
-  for (std::uint64_t it = r.cfg.warmup; it < total; ++it)
-    rtt.push_back(r.clock.to_us(stamps[it + 1] - stamps[it]));
-  result.latency = bench::compute_latency(rtt);
+  result.latency =
+      round_trip_latency(stamps, r.cfg.warmup, r.clock.ticks_per_us(), Trip::kFull);
   return result;
 }
 

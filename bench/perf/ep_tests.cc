@@ -157,11 +157,7 @@ SizeResult run_ep_lat(Round& r) {
   }
   if (!tool) finish_round(*r.session, total);
 
-  std::vector<double> half_rtt;
-  half_rtt.reserve(r.cfg.iterations);
-  for (std::uint64_t it = r.cfg.warmup; it < total; ++it)
-    half_rtt.push_back(r.clock.to_us(stamps[it + 1] - stamps[it]) / 2);
-  result.latency = bench::compute_latency(half_rtt);
+  result.latency = round_trip_latency(stamps, r.cfg.warmup, r.clock.ticks_per_us());
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>
+#include <vector>
 
 namespace unet::perf {
 namespace {
@@ -66,6 +67,17 @@ BwResult compute_bw(std::span<const std::uint64_t> posted, std::span<const std::
     r.peak_computed = true;
   }
   return r;
+}
+
+bench::LatencyStats round_trip_latency(std::span<const std::uint64_t> stamps,
+                                       std::uint64_t warmup, double ticks_per_us, Trip trip) {
+  std::vector<double> us;
+  us.reserve(stamps.size() > warmup ? stamps.size() - warmup - 1 : 0);
+  for (std::size_t k = warmup; k + 1 < stamps.size(); ++k) {
+    const double rtt = static_cast<double>(stamps[k + 1] - stamps[k]) / ticks_per_us;
+    us.push_back(trip == Trip::kHalf ? rtt / 2 : rtt);
+  }
+  return bench::compute_latency(us);
 }
 
 void print_bw_header(std::FILE* out) {

@@ -110,15 +110,6 @@ std::string check_message(std::span<const std::byte> in, std::uint64_t it, std::
   return bad.empty() ? bad : std::string(what) + " " + std::to_string(it) + " " + bad;
 }
 
-std::vector<double> half_round_trips(const PerfConfig& c, const core::CycleClock& clock,
-                                     const std::vector<std::uint64_t>& stamps) {
-  std::vector<double> half_rtt;
-  half_rtt.reserve(c.iterations);
-  for (std::uint64_t it = c.warmup; it < total_of(c); ++it)
-    half_rtt.push_back(clock.to_us(stamps[it + 1] - stamps[it]) / 2);
-  return half_rtt;
-}
-
 // --- dgram_lat ---
 
 constexpr const char* kDgramLate =
@@ -179,8 +170,7 @@ SizeResult run_dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint&
   stamps[total] = core::CycleClock::now();
   if (std::string bad = dgram_drops(ep.stats()); !bad.empty()) throw PerfError(bad);
   result.server_count = finish_round(s, total);
-  std::vector<double> half_rtt = half_round_trips(c, clock, stamps);
-  result.latency = bench::compute_latency(half_rtt);
+  result.latency = round_trip_latency(stamps, c.warmup, clock.ticks_per_us());
   return result;
 }
 
@@ -312,8 +302,7 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
   }
   stamps[total] = core::CycleClock::now();
   result.server_count = client_end(r, result, total);
-  std::vector<double> half_rtt = half_round_trips(r.c, clock, stamps);
-  result.latency = bench::compute_latency(half_rtt);
+  result.latency = round_trip_latency(stamps, r.c.warmup, clock.ticks_per_us());
   return result;
 }
 

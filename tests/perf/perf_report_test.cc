@@ -1,4 +1,5 @@
-// Unit: perftest's bandwidth arithmetic and the --json report: its shape, its strings escaped
+// Unit: perftest's bandwidth arithmetic, the ping-pong latency of every *_lat test, and the --json
+// report: its shape, its strings escaped
 // (any bytes), its numbers read back exactly and non-finite ones as null.
 #include <gtest/gtest.h>
 
@@ -26,6 +27,22 @@ void steady(std::size_t n, std::uint64_t gap, std::uint64_t lag, std::vector<std
     posted[i] = 1000 + i * gap;
     completed[i] = posted[i] + lag;
   }
+}
+
+// Stamps 0, 100, 300, 600, 1000 at 10 ticks per microsecond: round trips of 10, 20, 30, 40 us.
+TEST(PerfLatency, HalfRoundTripsInMicrosecondsWithoutTheWarmup) {
+  const std::vector<std::uint64_t> stamps{0, 100, 300, 600, 1000};
+  const bench::LatencyStats half = round_trip_latency(stamps, 1, 10.0);
+  EXPECT_EQ(half.samples, 3u) << "the first (warm-up) round trip is left out";
+  EXPECT_DOUBLE_EQ(half.min, 10.0);
+  EXPECT_DOUBLE_EQ(half.max, 20.0);
+  EXPECT_DOUBLE_EQ(half.avg, 15.0);
+  const bench::LatencyStats full = round_trip_latency(stamps, 2, 10.0, Trip::kFull);
+  EXPECT_EQ(full.samples, 2u);
+  EXPECT_DOUBLE_EQ(full.min, 30.0);
+  EXPECT_DOUBLE_EQ(full.max, 40.0);
+  const bench::LatencyStats none = round_trip_latency(stamps, 4, 10.0);
+  EXPECT_EQ(none.samples, 0u) << "all of them warm-up";
 }
 
 TEST(PerfBw, AverageAndRateFromFirstPostToLastCompletion) {
