@@ -32,6 +32,13 @@ std::string pick(FuzzedDataProvider& in, std::initializer_list<const char* const
 }
 
 // A bound of [lo, hi] or its neighbour outside, a value close to the range, or any 64-bit value.
+// A test of the table (as pick() chooses among `known`), or arbitrary bytes.
+std::string pick_test(FuzzedDataProvider& in) {
+  if (!in.ConsumeBool()) return in.ConsumeRandomLengthString(64);
+  const auto tests = all_tests();
+  return std::string(tests[in.ConsumeIntegralInRange<std::size_t>(0, tests.size() - 1)].name);
+}
+
 std::int64_t number(FuzzedDataProvider& in, std::int64_t lo, std::int64_t hi) {
   switch (in.ConsumeIntegralInRange(0, 3)) {
     case 0:
@@ -50,8 +57,7 @@ std::optional<std::int64_t> maybe(FuzzedDataProvider& in, std::int64_t lo, std::
 
 RawFlags flags_from(FuzzedDataProvider& in) {
   RawFlags f;
-  f.test = pick(in, {"ep_lat", "ep_bw", "da_write_lat", "da_write_bw", "da_read_lat", "am_lat",
-                     "am_bw", "dgram_lat", "stream_lat", "stream_bw"});
+  f.test = pick_test(in);
   if (in.ConsumeBool()) f.device = in.ConsumeRandomLengthString(32);
   if (in.ConsumeBool()) f.ib_port = number(in, 1, 255);
   if (in.ConsumeBool()) f.gid_index = number(in, -1, 255);
@@ -90,7 +96,7 @@ bool is_direct(TestKind t) {
 
 // The limits options.h and make_config() promise for an accepted configuration.
 void check_config(const RawFlags& f, const PerfConfig& c) {
-  require(test_name(c.test) == f.test);
+  require(test_info(c.test).name == f.test);
   require(c.host == (f.hosts.empty() ? "" : f.hosts.front()) && f.hosts.size() <= 1);
   require(c.device == f.device && c.json_path == f.json);
   require(c.ib_port >= 1 && f.ib_port == c.ib_port);

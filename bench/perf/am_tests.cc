@@ -134,7 +134,7 @@ std::uint64_t finish_client(AmRound& r, std::uint64_t sent) {
   return finish_round(r.session, sent);
 }
 
-SizeResult run_am_lat(AmRound& r) {
+SizeResult am_lat(AmRound& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
   AmProgress progress = progress_of(r);
@@ -200,7 +200,7 @@ SizeResult run_am_lat(AmRound& r) {
   return result;
 }
 
-SizeResult run_am_bw(AmRound& r) {
+SizeResult am_bw(AmRound& r) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint32_t len = r.size;
   AmProgress progress = progress_of(r);
@@ -265,31 +265,32 @@ uam::Config am_config(const PerfConfig& c) {
   return a;
 }
 
+// One size on a uam::Endpoint: its endpoint (a size above the largest payload is skipped), the
+// channel, then `test`.
+SizeResult on_am_endpoint(const SizeArgs& a, SizeResult (*test)(AmRound&)) {
+  const PerfConfig& c = a.cfg;
+  std::unique_ptr<uam::Endpoint> am;
+  auto make = [&]() -> std::string {
+    am = std::make_unique<uam::Endpoint>(am_endpoint_config(c, a.size), am_config(c));
+    if (a.size > am->max_payload(kAmArgs))
+      return "skip " + std::to_string(a.size) +
+             " bytes exceed the largest active-message payload (" +
+             std::to_string(am->max_payload(kAmArgs)) + " bytes)";
+    return "ok";
+  };
+  auto run = [&] {
+    AmRound round{c, a.session, *am, connect_channel(*am, c, a.session), a.size, a.clock, {}};
+    // The handlers hold references into the test's frame: nothing polls `am` after it returns.
+    SizeResult done = test(round);
+    done.endpoint = am->net().stats();
+    return done;
+  };
+  return agreed_size(a, make, run);
+}
+
 }  // namespace
 
-SizeResult run_am_size(const PerfConfig& c, Session& s, std::uint32_t size,
-                       const core::CycleClock& clock) {
-  std::unique_ptr<uam::Endpoint> am;
-  std::string state = "ok";
-  try {
-    am = std::make_unique<uam::Endpoint>(am_endpoint_config(c, size), am_config(c));
-    if (size > am->max_payload(kAmArgs))
-      state = "skip " + std::to_string(size) +
-              " bytes exceed the largest active-message payload (" +
-              std::to_string(am->max_payload(kAmArgs)) + " bytes)";
-  } catch (const std::exception& e) {  // verbs::Error, or uam's std::invalid_argument
-    state = std::string("error ") + e.what();
-  }
-  SizeResult result = SizeResult::of(size, c.iterations);
-  if (std::string skip = agree_size(s, size, state); !skip.empty()) {
-    result.skipped = skip;
-    return result;
-  }
-  AmRound round{c, s, *am, connect_channel(*am, c, s), size, clock, {}};
-  // The handlers hold references into the test's frame: nothing polls `am` after it returns.
-  SizeResult done = c.test == TestKind::kAmLat ? run_am_lat(round) : run_am_bw(round);
-  done.endpoint = am->net().stats();
-  return done;
-}
+SizeResult run_am_lat(const SizeArgs& a) { return on_am_endpoint(a, am_lat); }
+SizeResult run_am_bw(const SizeArgs& a) { return on_am_endpoint(a, am_bw); }
 
 }  // namespace unet::perf

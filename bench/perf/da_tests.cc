@@ -83,9 +83,7 @@ std::size_t region_of(std::uint64_t k, std::uint64_t total) noexcept {
 
 std::byte counter_byte(std::uint64_t it) noexcept { return static_cast<std::byte>(it + 1); }
 
-}  // namespace
-
-SizeResult run_da_write_lat(Round& r) {
+SizeResult da_write_lat(Round& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
   Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
@@ -150,7 +148,7 @@ SizeResult run_da_write_lat(Round& r) {
   return result;
 }
 
-SizeResult run_da_write_bw(Round& r) {
+SizeResult da_write_bw(Round& r) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint32_t len = r.size;
   Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
@@ -204,7 +202,7 @@ SizeResult run_da_write_bw(Round& r) {
   return result;
 }
 
-SizeResult run_da_read_lat(Round& r) {
+SizeResult da_read_lat(Round& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
   const std::uint64_t seed = 0x5a;
@@ -244,8 +242,14 @@ SizeResult run_da_read_lat(Round& r) {
     throw PerfError("last RDMA READ: " + bad);
   finish_round(*r.session, total);
   result.latency =
-      round_trip_latency(stamps, r.cfg.warmup, r.clock.ticks_per_us(), Trip::kFull);
+      round_trip_latency(stamps, r.cfg.warmup, r.clock.ticks_per_us(), Figure::kRoundTrip);
   return result;
 }
+
+}  // namespace
+
+SizeResult run_da_write_lat(const SizeArgs& a) { return on_endpoint(a, da_write_lat); }
+SizeResult run_da_write_bw(const SizeArgs& a) { return on_endpoint(a, da_write_bw); }
+SizeResult run_da_read_lat(const SizeArgs& a) { return on_endpoint(a, da_read_lat); }
 
 }  // namespace unet::perf

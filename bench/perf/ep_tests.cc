@@ -103,7 +103,7 @@ std::string check_tool_content(std::span<const std::byte> in) {
 
 }  // namespace
 
-SizeResult run_ep_lat(Round& r) {
+SizeResult ep_lat(Round& r) {
   const std::uint64_t total = r.total();
   const std::uint32_t len = r.size;
   Progress progress(EndpointDriver(r.ep), r.cfg, r.clock);
@@ -161,7 +161,9 @@ SizeResult run_ep_lat(Round& r) {
   return result;
 }
 
-SizeResult run_ep_bw(Round& r) {
+namespace {
+
+SizeResult ep_bw(Round& r) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint32_t len = r.size;
   const auto [window, credit_every] = credit_plan(r.ep.config().free_queue_depth);
@@ -237,5 +239,10 @@ SizeResult run_ep_bw(Round& r) {
   result.bandwidth = compute_bw(posted, completed, len, r.clock.ticks_per_us());
   return result;
 }
+
+}  // namespace
+
+SizeResult run_ep_lat(const SizeArgs& a) { return on_endpoint(a, ep_lat); }
+SizeResult run_ep_bw(const SizeArgs& a) { return on_endpoint(a, ep_bw); }
 
 }  // namespace unet::perf

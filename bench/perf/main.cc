@@ -3,17 +3,13 @@
 //   server:  unet_perf --test ep_lat -d rxe0            (no host argument)
 //   client:  unet_perf --test ep_lat -d rxe0 HOST
 //
-// Tests: ep_lat, ep_bw (base-level U-Net send/recv through core::Endpoint), da_write_lat,
-// da_write_bw, da_read_lat (direct-access: grant / write / read with a RemoteToken), am_lat, am_bw
-// (U-Net Active Messages: request/reply and request streams through uam::Endpoint), dgram_lat,
-// stream_lat, stream_bw (the user-level protocols: ulp's datagrams and byte stream). Flags keep
-// perftest's names and meanings (-d -i -x -p -s -a -n -c -I -R -e -F); see --help. The client
-// prints perftest's table on stdout; --json FILE writes the same figures and the configuration.
+// The tests are the rows of test_table.h (--list-tests prints their names). Flags keep perftest's
+// names and meanings (-d -i -x -p -s -a -n -c -I -R -e -F); see --help. The client prints
+// perftest's table on stdout; --json FILE writes the same figures and the configuration.
 //
 // The run, in order: flags -> PerfConfig (options.cc); the device is probed so that a bad -d, -i
-// or -x fails at once; the TCP session and the settings check (connect.cc); then per size a fresh
-// endpoint and channel, the test (ep_tests.cc, da_tests.cc, am_tests.cc, ulp_tests.cc), and the closing count
-// check.
+// or -x fails at once; the TCP session and the settings check (connect.cc); then per size the
+// row's run function (a fresh endpoint and channel, the test, the closing count check: round.h).
 #include <gflags/gflags.h>
 #include <unistd.h>
 
@@ -37,14 +33,17 @@
 #include "report.h"
 #include "round.h"
 #include "sizing.h"
+#include "test_table.h"
 #include "unet/core/endpoint.h"
 #include "unet/verbs/device.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/gid.h"
 
-DEFINE_string(test, "",
-              "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw, dgram_lat, "
-              "stream_lat or stream_bw");
+// The help is made from the test table (constant-initialized: ready before this runs).
+static const std::string test_flag_help = unet::perf::test_help();
+DEFINE_string(test, "", test_flag_help.c_str());
+DEFINE_bool(list_tests, false,
+            "print the test names, one a line, and exit (bench/compare/compare.py reads them)");
 DEFINE_string(d, "", "RDMA device (default: the first; under mpirun -np 2, UNET_DEVICE or the local rank's)");
 DEFINE_int32(i, 1, "port of the device");
 DEFINE_int32(x, -1, "GID index (default: chosen like perftest)");
@@ -163,73 +162,10 @@ std::tuple<std::uint32_t, std::uint32_t, std::uint32_t> probe_device(const PerfC
   return {ep.inline_threshold(), ep.inline_post_limit(), ep.max_message()};
 }
 
-struct FreeMemory {
-  void operator()(std::byte* p) const noexcept { std::free(p); }
-};
-using Memory = std::unique_ptr<std::byte[], FreeMemory>;
-
-Memory allocate(std::size_t bytes) {
-  const std::size_t rounded = (bytes + 4095) / 4096 * 4096;
-  Memory m(static_cast<std::byte*>(std::aligned_alloc(4096, rounded)));
-  if (!m) throw PerfError("cannot allocate " + std::to_string(rounded) + " bytes");
-  std::fill_n(m.get(), rounded, std::byte{0});
-  return m;
-}
-
-SizeResult run_test(Round& r) {
-  switch (r.cfg.test) {
-    case TestKind::kEpLat:
-      return run_ep_lat(r);
-    case TestKind::kEpBw:
-      return run_ep_bw(r);
-    case TestKind::kDaWriteLat:
-      return run_da_write_lat(r);
-    case TestKind::kDaWriteBw:
-      return run_da_write_bw(r);
-    case TestKind::kDaReadLat:
-      return run_da_read_lat(r);
-    case TestKind::kAmLat:
-    case TestKind::kAmBw:
-      break;  // run_am_size: on a uam::Endpoint
-    case TestKind::kDgramLat:
-    case TestKind::kStreamLat:
-    case TestKind::kStreamBw:
-      break;  // run_ulp_size: on a ulp endpoint
-  }
-  throw PerfError("unknown test");
-}
-
-// One size: both sides make its endpoint and tell each other whether they can run it.
-SizeResult run_size(const PerfConfig& c, Session& s, std::uint32_t size,
-                    const core::CycleClock& clock) {
-  const bool direct = c.mode == core::Mode::kDirectAccess;
-  Memory local = direct ? allocate(3 * std::size_t{size}) : nullptr;  // outlives the endpoint
-  Memory window = direct ? allocate(3 * std::size_t{size}) : nullptr;
-  std::unique_ptr<core::Endpoint> ep;
-  std::string state = "ok";
-  try {
-    ep = std::make_unique<core::Endpoint>(endpoint_config(c, size));
-    if (c.transport == core::Transport::kUd && size > ep->max_message())
-      state = "skip " + std::to_string(size) + " bytes exceed the UD path MTU (" +
-              std::to_string(ep->max_message()) + " bytes)";
-  } catch (const verbs::Error& e) {
-    state = std::string("error ") + e.what();
-  }
-  SizeResult result = SizeResult::of(size, c.iterations);
-  if (std::string skip = agree_size(s, size, state); !skip.empty()) {
-    result.skipped = skip;
-    return result;
-  }
-  const core::ChannelId ch = connect_channel(*ep, c, s);
-  Round round{c, &s, *ep, ch, size, clock, {}, {}};
-  if (direct) {
-    round.local = {local.get(), 3 * std::size_t{size}};
-    round.window = {window.get(), 3 * std::size_t{size}};
-  }
-  SizeResult done = run_test(round);
-  done.endpoint = ep->stats();
-  return done;
-}
+// Each row's run function (test_table.h), in the table's order.
+#define UNET_PERF_RUN(name, ...) &run_##name,
+constexpr SizeResult (*kRun[])(const SizeArgs&) = {UNET_PERF_TESTS(UNET_PERF_RUN)};
+#undef UNET_PERF_RUN
 
 // --oob rc_pingpong / ib_send_lat: one size of ep_lat against an unmodified tool, which speaks its
 // own exchange (bench/interop/) and no session of ours. The tool's connector makes the channel;
@@ -256,7 +192,7 @@ SizeResult run_with_tool(const PerfConfig& c, const core::CycleClock& clock) {
     ch = send_lat.emplace(bench::connect_ib_send_lat(ep, o)).channel();
   }
   Round round{c, nullptr, ep, ch, size, clock, {}, {}};
-  SizeResult result = run_ep_lat(round);
+  SizeResult result = ep_lat(round);
   if (send_lat) {
     send_lat->finish(c.timeout);
     if (c.rdma_cm && c.is_client()) {
@@ -283,6 +219,10 @@ int main(int argc, char** argv) {
                         "  server: unet_perf --test NAME [flags]\n"
                         "  client: unet_perf --test NAME [flags] HOST"))
     return 0;
+  if (FLAGS_list_tests) {
+    for (const TestInfo& t : all_tests()) std::printf("%s\n", std::string(t.name).c_str());
+    return 0;
+  }
   RawFlags raw = raw_flags(argc, argv);
   std::unique_ptr<boot::Job> job;  // under mpirun -np 2: rank 0 serves, rank 1 is the client
   try {
@@ -349,10 +289,10 @@ int main(int argc, char** argv) {
       const std::uint32_t size = cfg.sizes[k];
       if (progress)
         std::fprintf(stderr, "\r# %u bytes (%zu of %zu)...   ", size, k + 1, cfg.sizes.size());
-      results.push_back(!session       ? run_with_tool(cfg, clock)
-                        : cfg.is_am()  ? run_am_size(cfg, *session, size, clock)
-                        : cfg.is_ulp() ? run_ulp_size(cfg, *session, size, clock)
-                                       : run_size(cfg, *session, size, clock));
+      if (session)
+        results.push_back(kRun[static_cast<std::size_t>(cfg.test)]({cfg, *session, size, clock}));
+      else
+        results.push_back(run_with_tool(cfg, clock));
       const SizeResult& r = results.back();
       if (!r.skipped.empty())
         std::printf("# %u bytes skipped: %s\n", size, r.skipped.c_str());

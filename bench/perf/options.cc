@@ -1,28 +1,10 @@
 #include "options.h"
 
 #include <algorithm>
-#include <array>
 #include <utility>
 
 namespace unet::perf {
 namespace {
-
-constexpr std::array<std::pair<std::string_view, TestKind>, 10> kTests{{
-    {"ep_lat", TestKind::kEpLat},
-    {"ep_bw", TestKind::kEpBw},
-    {"da_write_lat", TestKind::kDaWriteLat},
-    {"da_write_bw", TestKind::kDaWriteBw},
-    {"da_read_lat", TestKind::kDaReadLat},
-    {"am_lat", TestKind::kAmLat},
-    {"am_bw", TestKind::kAmBw},
-    {"dgram_lat", TestKind::kDgramLat},
-    {"stream_lat", TestKind::kStreamLat},
-    {"stream_bw", TestKind::kStreamBw},
-}};
-
-bool is_direct(TestKind t) noexcept {
-  return t == TestKind::kDaWriteLat || t == TestKind::kDaWriteBw || t == TestKind::kDaReadLat;
-}
 
 std::string range_error(std::string_view flag, std::int64_t v, std::int64_t lo, std::int64_t hi) {
   return std::string(flag) + " " + std::to_string(v) + " is out of range (" + std::to_string(lo) +
@@ -34,7 +16,7 @@ using Settings = std::vector<std::pair<std::string, std::string>>;
 
 Settings settings_of(const PerfConfig& c) {
   return {
-      {"test", std::string(test_name(c.test))},
+      {"test", std::string(test_info(c.test).name)},
       {"size", c.all_sizes ? "all" : std::to_string(c.sizes.front())},
       {"iters", std::to_string(c.iterations)},
       {"transport", std::string(transport_name(c.transport))},
@@ -69,12 +51,6 @@ constexpr std::string_view kSettingsTag = "unet-perf/1";
 
 }  // namespace
 
-std::string_view test_name(TestKind t) noexcept {
-  for (const auto& [name, kind] : kTests)
-    if (kind == t) return name;
-  return "?";
-}
-
 std::string_view transport_name(core::Transport t) noexcept {
   return t == core::Transport::kUd ? "UD" : "RC";
 }
@@ -91,17 +67,11 @@ std::vector<std::uint32_t> am_sweep(std::uint32_t limit) {
 
 std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   PerfConfig c;
-  const std::string tests =
-      "ep_lat, ep_bw, da_write_lat, da_write_bw, da_read_lat, am_lat, am_bw, dgram_lat, "
-      "stream_lat, stream_bw";
-  if (f.test.empty()) return "--test is required (" + tests + ")";
-  bool found = false;
-  for (const auto& [name, kind] : kTests)
-    if (name == f.test) {
-      c.test = kind;
-      found = true;
-    }
-  if (!found) return "unknown --test '" + f.test + "' (one of " + tests + ")";
+  if (f.test.empty()) return "--test is required (" + test_names(", ") + ")";
+  const TestInfo* test = find_test(f.test);
+  if (!test) return "unknown --test '" + f.test + "' (one of " + test_names(", ") + ")";
+  c.test = test->kind;
+  const bool direct = test->family == Family::kDirectAccess;
 
   if (f.hosts.size() > 1)
     return "at most one host argument (the server's address), got " +
@@ -120,7 +90,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   c.traffic_class = static_cast<std::uint8_t>(f.traffic_class);
 
   if (f.connection.empty()) {
-    c.transport = c.is_ulp() ? core::Transport::kUd : core::Transport::kRc;
+    c.transport = test->transport;
   } else if (f.connection == "RC") {
     c.transport = core::Transport::kRc;
   } else if (f.connection == "UD") {
@@ -131,7 +101,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   if (c.transport == core::Transport::kRc && c.test == TestKind::kDgramLat)
     return "-c RC: dgram_lat runs on UD only (ulp's DatagramEndpoint is a U-Net protocol over UD); "
            "drop -c RC";
-  if (c.transport == core::Transport::kUd && is_direct(c.test))
+  if (c.transport == core::Transport::kUd && direct)
     return "-c UD: " + f.test + " needs RC (RDMA WRITE and READ are RC operations)";
   c.rdma_cm = f.rdma_cm;
   if (c.rdma_cm && c.is_ulp() && c.transport == core::Transport::kUd)
@@ -141,7 +111,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   if (c.rdma_cm && c.transport == core::Transport::kUd)
     return "-R (rdma_cm) sets up RC channels only; drop -c UD";
 
-  c.mode = is_direct(c.test) ? core::Mode::kDirectAccess : core::Mode::kBaseLevel;
+  c.mode = test->mode;
   if (!f.mode.empty()) {
     if (f.mode != "base" && f.mode != "direct")
       return "--mode must be base or direct, not '" + f.mode + "'";
@@ -149,7 +119,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
       c.mode = f.mode == "direct" ? core::Mode::kDirectAccess : core::Mode::kBaseLevel;
     else if (f.mode != mode_name(c.mode))
       return "--mode " + f.mode + " does not fit --test " + f.test + ", a " +
-             (is_direct(c.test) ? "direct-access" : "base-level") + " test";
+             (direct ? "direct-access" : "base-level") + " test";
   }
 
   // am_*: -s is the payload, up to uam's limit (UD lowers it to the path MTU: main.cc, sizing.h).
@@ -178,7 +148,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
     c.sizes.push_back(static_cast<std::uint32_t>(s));
   }
 
-  const std::int64_t n = f.iterations.value_or(c.test == TestKind::kDaWriteBw ? 5000 : 1000);
+  const std::int64_t n = f.iterations.value_or(static_cast<std::int64_t>(test->iterations));
   if (n < static_cast<std::int64_t>(kMinIterations) ||
       n > static_cast<std::int64_t>(kMaxIterations))
     return range_error("-n", n, kMinIterations, kMaxIterations);

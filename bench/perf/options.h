@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "test_table.h"
 #include "unet/core/endpoint.h"
 #include "unet/uam/credit_window.h"
 #include "unet/uam/wire_header.h"
@@ -19,18 +20,6 @@
 
 namespace unet::perf {
 
-enum class TestKind : std::uint8_t {
-  kEpLat,
-  kEpBw,
-  kDaWriteLat,
-  kDaWriteBw,
-  kDaReadLat,
-  kAmLat,
-  kAmBw,
-  kDgramLat,
-  kStreamLat,
-  kStreamBw
-};
 enum class OobKind : std::uint8_t { kUnet, kRcPingpong, kIbSendLat };
 
 inline constexpr std::uint64_t kMaxSize = 8u << 20;         // perftest's MAX_SIZE, the top of -a
@@ -118,19 +107,13 @@ struct PerfConfig {
   std::string host;  // "" = server
 
   bool is_client() const noexcept { return !host.empty(); }
-  bool is_latency() const noexcept {
-    return test != TestKind::kEpBw && test != TestKind::kDaWriteBw && test != TestKind::kAmBw &&
-           test != TestKind::kStreamBw;
-  }
-  bool is_am() const noexcept { return test == TestKind::kAmLat || test == TestKind::kAmBw; }
+  // The test's row (test_table.h) says: a latency table (either figure), or BW.
+  bool is_latency() const noexcept { return test_info(test).figure != Figure::kBandwidth; }
+  bool is_am() const noexcept { return test_info(test).family == Family::kActiveMessages; }
   // The user-level protocols (ulp_tests.cc): DatagramEndpoint (UD) and StreamEndpoint (UD or RC).
-  bool is_ulp() const noexcept {
-    return test == TestKind::kDgramLat || test == TestKind::kStreamLat ||
-           test == TestKind::kStreamBw;
-  }
+  bool is_ulp() const noexcept { return test_info(test).family == Family::kUserLevel; }
 };
 
-std::string_view test_name(TestKind t) noexcept;
 std::string_view transport_name(core::Transport t) noexcept;  // "RC" / "UD"
 std::string_view mode_name(core::Mode m) noexcept;            // "base" / "direct"
 

@@ -11,37 +11,6 @@ namespace {
 
 constexpr double kMB = 1024.0 * 1024.0;  // perftest's 0x100000
 
-std::string_view what_is_measured(TestKind t) noexcept {
-  switch (t) {
-    case TestKind::kEpLat:
-      return "send/recv ping-pong through core::Endpoint";
-    case TestKind::kEpBw:
-      return "send/recv stream through core::Endpoint; a message counts when the server's credit "
-             "for it arrives";
-    case TestKind::kDaWriteLat:
-      return "RDMA WRITE ping-pong into granted windows, each side polls its last byte";
-    case TestKind::kDaWriteBw:
-      return "RDMA WRITE stream into a granted window; a message counts at its completion";
-    case TestKind::kDaReadLat:
-      return "RDMA READ round trips from a granted window";
-    case TestKind::kAmLat:
-      return "active-message request/reply ping-pong through uam::Endpoint (the reply carries "
-             "the same word and bytes)";
-    case TestKind::kAmBw:
-      return "active-message request stream through uam::Endpoint, no reply; a message counts when "
-             "its implicit completion (the server's acknowledgement) arrives";
-    case TestKind::kDgramLat:
-      return "datagram ping-pong through ulp::DatagramEndpoint (the server echoes each datagram)";
-    case TestKind::kStreamLat:
-      return "byte-stream ping-pong through ulp::StreamEndpoint (the server reads -s bytes and "
-             "sends them back)";
-    case TestKind::kStreamBw:
-      return "byte stream through ulp::StreamEndpoint; a message counts when the server's "
-             "acknowledgement of it is known";
-  }
-  return "?";
-}
-
 }  // namespace
 
 BwResult compute_bw(std::span<const std::uint64_t> posted, std::span<const std::uint64_t> completed,
@@ -70,12 +39,13 @@ BwResult compute_bw(std::span<const std::uint64_t> posted, std::span<const std::
 }
 
 bench::LatencyStats round_trip_latency(std::span<const std::uint64_t> stamps,
-                                       std::uint64_t warmup, double ticks_per_us, Trip trip) {
+                                       std::uint64_t warmup, double ticks_per_us,
+                                       Figure figure) {
   std::vector<double> us;
   us.reserve(stamps.size() > warmup ? stamps.size() - warmup - 1 : 0);
   for (std::size_t k = warmup; k + 1 < stamps.size(); ++k) {
     const double rtt = static_cast<double>(stamps[k + 1] - stamps[k]) / ticks_per_us;
-    us.push_back(trip == Trip::kHalf ? rtt / 2 : rtt);
+    us.push_back(figure == Figure::kRoundTrip ? rtt : rtt / 2);
   }
   return bench::compute_latency(us);
 }
@@ -93,10 +63,10 @@ void print_bw_row(std::FILE* out, std::uint64_t bytes, std::uint64_t iterations,
 }
 
 std::string banner(const PerfConfig& c, const RunInfo& info) {
-  std::string b = "# unet_perf " + std::string(test_name(c.test)) + ": " +
+  std::string b = "# unet_perf " + std::string(test_info(c.test).name) + ": " +
                   std::string(transport_name(c.transport)) +
                   (c.mode == core::Mode::kDirectAccess ? " direct-access" : " base-level") + ", " +
-                  std::string(what_is_measured(c.test)) + "\n";
+                  std::string(test_info(c.test).what) + "\n";
   b += "# device " + info.device + ", channel set up " +
        (c.rdma_cm ? "through rdma_cm" : "out of band over TCP") +
        (c.ring ? ", a ring channel (messages that fit a slot by RDMA WRITE)" : "") + ", " +
@@ -121,7 +91,7 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
                                std::to_string(kUlpStreamBuffer / 1024) + " KiB") +
          "\n";
   b += "# " + std::to_string(c.warmup) + " warm-up iterations excluded; ";
-  if (c.test == TestKind::kDaReadLat)
+  if (test_info(c.test).figure == Figure::kRoundTrip)
     b += "latency is the full READ round trip (as ib_read_lat); t_typical is the median\n";
   else if (c.is_latency())
     b += "latency is half the round trip; t_typical is the median\n";
@@ -142,7 +112,7 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
   // Each part is built apart and moved in at the end: an ordered_json object is a vector, so a
   // reference to one of its fields does not survive the next field added.
   Json ti;
-  ti["test"] = test_name(c.test);
+  ti["test"] = test_info(c.test).name;
   ti["Device"] = info.device;
   ti["Connection_type"] = transport_name(c.transport);
   ti["Mode"] = c.mode == core::Mode::kDirectAccess ? "direct-access" : "base-level";
@@ -154,7 +124,7 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
   Json cfg;
   cfg["role"] = c.is_client() ? "client" : "server";
   cfg["host"] = c.host;
-  cfg["test"] = test_name(c.test);
+  cfg["test"] = test_info(c.test).name;
   cfg["device"] = c.device;
   cfg["ib_port"] = std::uint32_t{c.ib_port};
   cfg["gid_index"] = or_null(c.gid_index);

@@ -37,12 +37,11 @@ BwResult compute_bw(std::span<const std::uint64_t> posted, std::span<const std::
 
 // Ping-pong latency from the client's stamps: stamps[k] is when iteration k began and stamps[n]
 // when the last one ended, so each gap is one round trip. The first `warmup` are left out; the
-// others, in microseconds, are halved (kHalf: one way, as ib_send_lat) or not (kFull: da_read_lat,
-// as ib_read_lat).
-enum class Trip : std::uint8_t { kHalf, kFull };
+// others, in microseconds, are halved (one way, as ib_send_lat) unless `figure` is kRoundTrip
+// (da_read_lat, as ib_read_lat).
 bench::LatencyStats round_trip_latency(std::span<const std::uint64_t> stamps,
                                        std::uint64_t warmup, double ticks_per_us,
-                                       Trip trip = Trip::kHalf);
+                                       Figure figure = Figure::kHalfRoundTrip);
 
 void print_bw_header(std::FILE* out);
 void print_bw_row(std::FILE* out, std::uint64_t bytes, std::uint64_t iterations, const BwResult& r);

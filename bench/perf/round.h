@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "options.h"
 #include "progress.h"
 #include "report.h"
+#include "test_table.h"
 #include "unet/core/endpoint.h"
 
 namespace unet::perf {
@@ -43,23 +45,46 @@ void fill_pattern(std::span<std::byte> out, std::uint64_t seed) noexcept;
 // "" when `in` carries pattern `seed`, otherwise where it differs (for an error message).
 std::string check_pattern(std::span<const std::byte> in, std::uint64_t seed);
 
-// The core-endpoint tests. Each runs both sides (cfg.is_client()), ends with finish_round, and
-// returns the client's figures (the server's result carries only the size).
-SizeResult run_ep_lat(Round& r);
-SizeResult run_ep_bw(Round& r);
-SizeResult run_da_write_lat(Round& r);
-SizeResult run_da_write_bw(Round& r);
-SizeResult run_da_read_lat(Round& r);
+// What a test's run function gets: one size of the configured test, before its endpoint exists.
+struct SizeArgs {
+  const PerfConfig& cfg;
+  Session& session;
+  std::uint32_t size;
+  const core::CycleClock& clock;
+};
 
-// One size of am_lat or am_bw (am_tests.cc): its uam::Endpoint, the per-size handshake, the
-// channel, the test and the closing count check. Returns the client's figures.
-SizeResult run_am_size(const PerfConfig& c, Session& s, std::uint32_t size,
-                       const core::CycleClock& clock);
+// The run function of each row of the test table (test_table.h), run_NAME: one size of the test,
+// both sides (cfg.is_client()). It makes the size's endpoint, agrees with the peer whether both
+// can run it (agreed_size), connects one channel, runs the test, compares the two sides' counts
+// (finish_round) and returns the client's figures (a server's result carries only the size).
+#define UNET_PERF_DECLARE_RUN(name, ...) SizeResult run_##name(const SizeArgs& a);
+UNET_PERF_TESTS(UNET_PERF_DECLARE_RUN)
+#undef UNET_PERF_DECLARE_RUN
 
-// One size of dgram_lat, stream_lat or stream_bw (ulp_tests.cc): its ulp endpoint over UD, the
-// per-size handshake, the channel, the test and the closing count check. Returns the client's
-// figures.
-SizeResult run_ulp_size(const PerfConfig& c, Session& s, std::uint32_t size,
-                        const core::CycleClock& clock);
+// The frame of every run function. `make()` builds this size's endpoint and returns "ok" or
+// "skip <why>" (an exception from it becomes "error <what>"); the two sides compare (agree_size).
+// A skip on either side returns the result with the reason; otherwise `run()` runs the size.
+template <class Make, class Run>
+SizeResult agreed_size(const SizeArgs& a, Make make, Run run) {
+  std::string state;
+  try {
+    state = make();
+  } catch (const std::exception& e) {  // verbs::Error, or uam's / ulp's std::invalid_argument
+    state = std::string("error ") + e.what();
+  }
+  if (std::string skip = agree_size(a.session, a.size, state); !skip.empty()) {
+    SizeResult result = SizeResult::of(a.size, a.cfg.iterations);
+    result.skipped = skip;
+    return result;
+  }
+  return run();
+}
+
+// run_NAME of the core-endpoint tests (ep_*, da_*): a core::Endpoint sized for the message (and
+// for da_* this side's memory, allocated before it), then `test` on a Round over one channel.
+SizeResult on_endpoint(const SizeArgs& a, SizeResult (*test)(Round&));
+
+// ep_lat on a channel made elsewhere: also main.cc's, against --oob rc_pingpong or ib_send_lat.
+SizeResult ep_lat(Round& r);
 
 }  // namespace unet::perf

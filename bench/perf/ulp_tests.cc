@@ -123,8 +123,8 @@ std::string dgram_drops(const ulp::DatagramStats& st) {
          std::to_string(st.malformed) + " malformed";
 }
 
-SizeResult run_dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
-                         core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
+SizeResult dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
+                     core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
   const std::uint64_t total = total_of(c);
   Progress progress(UlpDriver(ep, kDgramLate), c, clock, &s);
   SizeResult result = SizeResult::of(size, c.iterations);
@@ -185,6 +185,7 @@ struct StreamRound {
   ulp::StreamEndpoint& ep;
   ulp::ConnId conn;
   std::uint32_t size;
+  const core::CycleClock& clock;
   UlpProgress<ulp::StreamEndpoint>& progress;
 };
 
@@ -272,7 +273,7 @@ std::uint64_t client_end(StreamRound& r, SizeResult& result, std::uint64_t count
   return finish_round(r.s, count);
 }
 
-SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
+SizeResult stream_lat(StreamRound& r) {
   const std::uint64_t total = total_of(r.c);
   SizeResult result = SizeResult::of(r.size, r.c.iterations);
   std::vector<std::byte> out(r.size), in(r.size);
@@ -302,7 +303,7 @@ SizeResult run_stream_lat(StreamRound& r, const core::CycleClock& clock) {
   }
   stamps[total] = core::CycleClock::now();
   result.server_count = client_end(r, result, total);
-  result.latency = round_trip_latency(stamps, r.c.warmup, clock.ticks_per_us());
+  result.latency = round_trip_latency(stamps, r.c.warmup, r.clock.ticks_per_us());
   return result;
 }
 
@@ -382,7 +383,7 @@ void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted, std
   if (!reap()) r.progress.until(reap, "the acknowledgement of the last zero-copy sends");
 }
 
-SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
+SizeResult stream_bw(StreamRound& r) {
   const std::uint64_t total = total_of(r.c);
   const std::uint64_t bytes = total * r.size;
   SizeResult result = SizeResult::of(r.size, r.c.iterations);
@@ -408,7 +409,7 @@ SizeResult run_stream_bw(StreamRound& r, const core::CycleClock& clock) {
     stream_bw_copied(r, posted, completed);
   }
   result.server_count = client_end(r, result, bytes, true);
-  result.bandwidth = compute_bw(posted, completed, r.size, clock.ticks_per_us());
+  result.bandwidth = compute_bw(posted, completed, r.size, r.clock.ticks_per_us());
   return result;
 }
 
@@ -422,9 +423,13 @@ ulp::StreamConfig stream_config(const PerfConfig& c) {
   return s;
 }
 
-SizeResult stream_size(const PerfConfig& c, Session& s, ulp::StreamEndpoint& ep,
-                       core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
-  Progress progress(UlpDriver(ep, kStreamLate), c, clock, &s);
+// The stream's connection on a channel to the peer (the server listened before it was made),
+// then `test`.
+SizeResult on_connection(const SizeArgs& a, ulp::StreamEndpoint& ep, core::ChannelId peer,
+                         SizeResult (*test)(StreamRound&)) {
+  const PerfConfig& c = a.cfg;
+  Session& s = a.session;
+  Progress progress(UlpDriver(ep, kStreamLate), c, a.clock, &s);
   ulp::ConnId conn = ulp::kNoConn;
   // "go" before the handshake, not after: no side then blocks on the session while the other
   // still needs its segments answered (a lost ACK of the SYN-ACK is repaired by the server's
@@ -453,44 +458,53 @@ SizeResult stream_size(const PerfConfig& c, Session& s, ulp::StreamEndpoint& ep,
     progress.until([&] { return ep.accept(kPort, conn) == Status::kOk; },
                    "the client's connection");
   }
-  StreamRound r{c, s, ep, conn, size, progress};
-  return c.test == TestKind::kStreamLat ? run_stream_lat(r, clock) : run_stream_bw(r, clock);
+  StreamRound r{c, s, ep, conn, a.size, a.clock, progress};
+  return test(r);
+}
+
+// One size of a stream test: a StreamEndpoint (the server listens on kPort), the channel, the
+// connection, then `test`.
+SizeResult on_stream_endpoint(const SizeArgs& a, SizeResult (*test)(StreamRound&)) {
+  const PerfConfig& c = a.cfg;
+  std::unique_ptr<ulp::StreamEndpoint> ep;
+  auto make = [&]() -> std::string {
+    ep = std::make_unique<ulp::StreamEndpoint>(ulp_endpoint_config(c), stream_config(c));
+    if (!c.is_client())  // before the client can connect: it does after the channel is made
+      if (Status st = ep->listen(kPort); st != Status::kOk)
+        return "error listening on stream port " + std::to_string(kPort) + ": " +
+               std::string(to_string(st));
+    return "ok";
+  };
+  auto run = [&] {
+    SizeResult done = on_connection(a, *ep, connect_channel(ep->net(), c, a.session), test);
+    done.endpoint = ep->net().stats();
+    return done;
+  };
+  return agreed_size(a, make, run);
 }
 
 }  // namespace
 
-SizeResult run_ulp_size(const PerfConfig& c, Session& s, std::uint32_t size,
-                        const core::CycleClock& clock) {
-  std::unique_ptr<ulp::DatagramEndpoint> dgram;
-  std::unique_ptr<ulp::StreamEndpoint> stream;
-  std::string state = "ok";
-  try {
-    if (c.test == TestKind::kDgramLat) {
-      dgram = std::make_unique<ulp::DatagramEndpoint>(ulp_endpoint_config(c));
-      if (Status st = dgram->bind(kPort); st != Status::kOk)
-        state = "error binding datagram port " + std::to_string(kPort) + ": " +
-                std::string(to_string(st));
-    } else {
-      stream = std::make_unique<ulp::StreamEndpoint>(ulp_endpoint_config(c), stream_config(c));
-      if (!c.is_client())  // before the client can connect: it does after the channel is made
-        if (Status st = stream->listen(kPort); st != Status::kOk)
-          state = "error listening on stream port " + std::to_string(kPort) + ": " +
-                  std::string(to_string(st));
-    }
-  } catch (const std::exception& e) {  // verbs::Error, or ulp's std::invalid_argument
-    state = std::string("error ") + e.what();
-  }
-  SizeResult result = SizeResult::of(size, c.iterations);
-  if (std::string skip = agree_size(s, size, state); !skip.empty()) {
-    result.skipped = skip;
-    return result;
-  }
-  core::Endpoint& net = dgram ? dgram->net() : stream->net();
-  const core::ChannelId peer = connect_channel(net, c, s);
-  SizeResult done = dgram ? run_dgram_lat(c, s, *dgram, peer, size, clock)
-                          : stream_size(c, s, *stream, peer, size, clock);
-  done.endpoint = net.stats();
-  return done;
+SizeResult run_dgram_lat(const SizeArgs& a) {
+  const PerfConfig& c = a.cfg;
+  std::unique_ptr<ulp::DatagramEndpoint> ep;
+  auto make = [&]() -> std::string {
+    ep = std::make_unique<ulp::DatagramEndpoint>(ulp_endpoint_config(c));
+    if (Status st = ep->bind(kPort); st != Status::kOk)
+      return "error binding datagram port " + std::to_string(kPort) + ": " +
+             std::string(to_string(st));
+    return "ok";
+  };
+  auto run = [&] {
+    const core::ChannelId peer = connect_channel(ep->net(), c, a.session);
+    SizeResult done = dgram_lat(c, a.session, *ep, peer, a.size, a.clock);
+    done.endpoint = ep->net().stats();
+    return done;
+  };
+  return agreed_size(a, make, run);
 }
+
+SizeResult run_stream_lat(const SizeArgs& a) { return on_stream_endpoint(a, stream_lat); }
+SizeResult run_stream_bw(const SizeArgs& a) { return on_stream_endpoint(a, stream_bw); }
 
 }  // namespace unet::perf

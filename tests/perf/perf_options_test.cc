@@ -187,6 +187,31 @@ INSTANTIATE_TEST_SUITE_P(Table, PerfBadFlags, ::testing::ValuesIn(kBadCases),
                            return std::string(i.param.name);
                          });
 
+// --test takes exactly the table's names (test_table.h); a refusal names them all.
+TEST(PerfConfig, TestNamesAndDefaultsComeFromTheTable) {
+  for (const TestInfo& t : all_tests()) {
+    SCOPED_TRACE(std::string(t.name));
+    PerfConfig c = ok(flags(std::string(t.name)));
+    EXPECT_EQ(c.test, t.kind);
+    EXPECT_EQ(c.transport, t.transport);
+    EXPECT_EQ(c.mode, t.mode);
+    EXPECT_EQ(c.iterations, t.iterations);
+    EXPECT_EQ(c.is_latency(), t.figure != Figure::kBandwidth);
+    EXPECT_EQ(c.is_am(), t.family == Family::kActiveMessages);
+    EXPECT_EQ(c.is_ulp(), t.family == Family::kUserLevel);
+    EXPECT_EQ(&test_info(t.kind), &t);
+    EXPECT_EQ(find_test(t.name), &t);
+  }
+  EXPECT_EQ(find_test("ep_latency"), nullptr);
+  for (const char* bad : {"", "ep_latency"}) {
+    auto r = make_config(flags(bad));
+    ASSERT_TRUE(std::holds_alternative<std::string>(r)) << bad;
+    for (const TestInfo& t : all_tests())
+      EXPECT_NE(std::get<std::string>(r).find(t.name), std::string::npos)
+          << t.name << " missing from: " << std::get<std::string>(r);
+  }
+}
+
 TEST(PerfConfig, DefaultsFollowPerftest) {
   PerfConfig lat = ok(flags("ep_lat"));
   EXPECT_EQ(lat.sizes, std::vector<std::uint32_t>{2});

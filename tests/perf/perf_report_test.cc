@@ -37,7 +37,7 @@ TEST(PerfLatency, HalfRoundTripsInMicrosecondsWithoutTheWarmup) {
   EXPECT_DOUBLE_EQ(half.min, 10.0);
   EXPECT_DOUBLE_EQ(half.max, 20.0);
   EXPECT_DOUBLE_EQ(half.avg, 15.0);
-  const bench::LatencyStats full = round_trip_latency(stamps, 2, 10.0, Trip::kFull);
+  const bench::LatencyStats full = round_trip_latency(stamps, 2, 10.0, Figure::kRoundTrip);
   EXPECT_EQ(full.samples, 2u);
   EXPECT_DOUBLE_EQ(full.min, 30.0);
   EXPECT_DOUBLE_EQ(full.max, 40.0);
