@@ -52,8 +52,6 @@ import time
 import plots  # bench/compare/plots.py: the figures and the report
 
 LAT, BW = "lat", "bw"
-TESTS = ("ep_lat", "da_write_lat", "da_read_lat", "ep_bw", "da_write_bw", "am_lat", "am_bw", "dgram_lat",
-         "stream_lat", "stream_bw")
 ULP_TESTS = ("dgram_lat", "stream_lat", "stream_bw")
 # The ulp pairs' sizes, as the issue names them: 64-byte ping-pongs, 64 KiB stream messages.
 ULP_LAT_SIZE, ULP_BW_SIZE = 64, 65536
@@ -79,8 +77,9 @@ def parse_args():
     p.add_argument("--port", type=int, default=18515)
     p.add_argument("--timeout", type=int, default=300, help="seconds for any one process")
     p.add_argument("--no-context", action="store_true", help="skip rstream and sockperf")
-    p.add_argument("--tests", default=",".join(TESTS),
-                   help=f"unet_perf tests to pair, comma-separated (default all: {','.join(TESTS)})")
+    p.add_argument("--tests", default=None,
+                   help="unet_perf tests to pair, comma-separated (default all that "
+                        "unet_perf --list-tests prints)")
     p.add_argument("--am-window", type=int, default=8,
                    help="credit window of am_bw, both sides (unet --window, ucx_perftest -W; default uam's 8)")
     p.add_argument("--out", default=None, help="output directory (default BUILD/compare)")
@@ -89,10 +88,19 @@ def parse_args():
         p.error("--rounds and iteration counts must be positive")
     if not 1 <= a.am_window <= 127:
         p.error("--am-window is uam's credit window, 1..127")
-    a.tests = [t for t in a.tests.split(",") if t]
-    unknown = [t for t in a.tests if t not in TESTS]
+    a.unet_perf = os.path.join(a.build, "bench", "unet_perf")
+    if not os.access(a.unet_perf, os.X_OK):
+        p.error(f"{a.unet_perf} is not built")
+    # unet_perf's own test table, one name a line.
+    listed = subprocess.run([a.unet_perf, "--list-tests"], capture_output=True, text=True,
+                            timeout=60)
+    tests = listed.stdout.split()
+    if listed.returncode != 0 or not tests:
+        p.error(f"{a.unet_perf} --list-tests failed: {listed.stderr.strip()}")
+    a.tests = [t for t in (",".join(tests) if a.tests is None else a.tests).split(",") if t]
+    unknown = [t for t in a.tests if t not in tests]
     if unknown or not a.tests:
-        p.error(f"--tests takes some of {','.join(TESTS)}, not {','.join(unknown) or 'nothing'}")
+        p.error(f"--tests takes some of {','.join(tests)}, not {','.join(unknown) or 'nothing'}")
     try:
         a.lat_sizes = [int(s) for s in a.lat_sizes.split(",")]
         a.bw_sizes = [int(s) for s in a.bw_sizes.split(",")]
@@ -109,9 +117,6 @@ def parse_args():
             sys.exit(1 if os.environ.get("UNET_REQUIRE_DEVICE") == "1" else 77)
         a.device = devs[0]
     a.out = a.out or os.path.join(a.build, "compare")
-    a.unet_perf = os.path.join(a.build, "bench", "unet_perf")
-    if not os.access(a.unet_perf, os.X_OK):
-        p.error(f"{a.unet_perf} is not built")
     if a.gid is None:
         a.gid = library_gid(a.unet_perf, a.device)
     return a
