@@ -38,15 +38,11 @@ constexpr uam::HandlerId kPing = 1;  // am_lat's request, answered with kPong
 constexpr uam::HandlerId kPong = 2;  // am_lat's reply
 constexpr uam::HandlerId kSink = 3;  // am_bw's request, counted
 
-struct AmRound {
-  const PerfConfig& cfg;
-  Session& session;
+// A round of the active-message tests: one channel of a uam::Endpoint.
+struct AmRound : SizeRun {
   uam::Endpoint& am;
   core::ChannelId ch;
-  std::uint32_t size;
-  const core::CycleClock& clock;
   std::string problem;  // the first thing a handler found wrong ("" = none)
-  std::uint64_t total() const noexcept { return cfg.warmup + cfg.iterations; }
   void record(std::string what) {
     if (problem.empty()) problem = std::move(what);
   }
@@ -83,7 +79,7 @@ class AmDriver {
 
 using AmProgress = Progress<AmDriver>;
 
-AmProgress progress_of(AmRound& r) { return AmProgress(AmDriver(r), r.cfg, r.clock, &r.session); }
+AmProgress progress_of(AmRound& r) { return AmProgress(AmDriver(r), r.cfg, r.clock, r.session); }
 
 // "" when message `it` is as sent (its word is `it`, its payload `len` bytes, the first and the
 // last carry the check pattern), else what differs. Allocates only to report a difference.
@@ -113,9 +109,8 @@ void serve(AmRound& r, AmProgress& progress, const std::uint64_t& handled) {
   for (std::uint64_t seen = 0; handled < r.total(); seen = handled)
     progress.until([&] { return handled != seen; },
                    seen == 0 ? "request from the client" : "next request");
-  progress.until([&] { return r.session.line_waiting(); }, "the client's count", false);
   const uam::Stats& st = r.am.stats();
-  finish_round(r.session, handled, [&]() -> std::string {
+  progress.finish_serving(handled, [&]() -> std::string {
     if (st.malformed + st.protocol_errors() + st.unknown_handler != 0)
       return "uam counted " + std::to_string(st.malformed) + " malformed, " +
              std::to_string(st.protocol_errors()) + " impossible and " +
@@ -131,7 +126,7 @@ std::uint64_t finish_client(AmRound& r, std::uint64_t sent) {
     throw PerfError(std::to_string(sent) + " requests sent (uam counted " +
                     std::to_string(st.requests_sent) + ") but " + std::to_string(st.completed_ok) +
                     " completed and " + std::to_string(st.completed_error) + " failed");
-  return finish_round(r.session, sent);
+  return finish_round(*r.session, sent);
 }
 
 SizeResult am_lat(AmRound& r) {
@@ -154,7 +149,7 @@ SizeResult am_lat(AmRound& r) {
               return uam::Disposition::kDone;
             }),
         "request");
-    sync_go(r.session);
+    sync_go(*r.session);
     serve(r, progress, handled);
     return result;
   }
@@ -180,7 +175,7 @@ SizeResult am_lat(AmRound& r) {
   });
   std::vector<std::byte> payload(len);
   std::vector<std::uint64_t> stamps(total + 1);
-  sync_go(r.session);
+  sync_go(*r.session);
   for (std::uint64_t it = 0; it < total; ++it) {
     if (it == 0 || it + 1 == total) fill_pattern(payload, it);
     stamps[it] = core::CycleClock::now();
@@ -217,7 +212,7 @@ SizeResult am_bw(AmRound& r) {
                                   return uam::Disposition::kDone;
                                 }),
                 "request");
-    sync_go(r.session);
+    sync_go(*r.session);
     serve(r, progress, handled);
     return result;
   }
@@ -241,7 +236,7 @@ SizeResult am_bw(AmRound& r) {
     if (k == 0 || k + 1 == total) fill_pattern(payload, k);  // request() copies it
     return r.am.request(r.ch, kSink, std::span(&k, 1), payload, k);
   };
-  sync_go(r.session);
+  sync_go(*r.session);
   for (std::uint64_t seen = 0; completed < total;)
     progress.until(
         [&] {
@@ -267,7 +262,7 @@ uam::Config am_config(const PerfConfig& c) {
 
 // One size on a uam::Endpoint: its endpoint (a size above the largest payload is skipped), the
 // channel, then `test`.
-SizeResult on_am_endpoint(const SizeArgs& a, SizeResult (*test)(AmRound&)) {
+SizeResult on_am_endpoint(const SizeRun& a, SizeResult (*test)(AmRound&)) {
   const PerfConfig& c = a.cfg;
   std::unique_ptr<uam::Endpoint> am;
   auto make = [&]() -> std::string {
@@ -279,7 +274,7 @@ SizeResult on_am_endpoint(const SizeArgs& a, SizeResult (*test)(AmRound&)) {
     return "ok";
   };
   auto run = [&] {
-    AmRound round{c, a.session, *am, connect_channel(*am, c, a.session), a.size, a.clock, {}};
+    AmRound round{a, *am, connect_channel(*am, c, *a.session), {}};
     // The handlers hold references into the test's frame: nothing polls `am` after it returns.
     SizeResult done = test(round);
     done.endpoint = am->net().stats();
@@ -290,7 +285,7 @@ SizeResult on_am_endpoint(const SizeArgs& a, SizeResult (*test)(AmRound&)) {
 
 }  // namespace
 
-SizeResult run_am_lat(const SizeArgs& a) { return on_am_endpoint(a, am_lat); }
-SizeResult run_am_bw(const SizeArgs& a) { return on_am_endpoint(a, am_bw); }
+SizeResult run_am_lat(const SizeRun& a) { return on_am_endpoint(a, am_lat); }
+SizeResult run_am_bw(const SizeRun& a) { return on_am_endpoint(a, am_bw); }
 
 }  // namespace unet::perf

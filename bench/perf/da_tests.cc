@@ -248,8 +248,8 @@ SizeResult da_read_lat(Round& r) {
 
 }  // namespace
 
-SizeResult run_da_write_lat(const SizeArgs& a) { return on_endpoint(a, da_write_lat); }
-SizeResult run_da_write_bw(const SizeArgs& a) { return on_endpoint(a, da_write_bw); }
-SizeResult run_da_read_lat(const SizeArgs& a) { return on_endpoint(a, da_read_lat); }
+SizeResult run_da_write_lat(const SizeRun& a) { return on_endpoint(a, da_write_lat); }
+SizeResult run_da_write_bw(const SizeRun& a) { return on_endpoint(a, da_write_bw); }
+SizeResult run_da_read_lat(const SizeRun& a) { return on_endpoint(a, da_read_lat); }
 
 }  // namespace unet::perf

@@ -85,9 +85,7 @@ void fill_message(std::span<std::byte> out, std::uint64_t it, bool rc_pingpong) 
 std::string check_message(std::span<const std::byte> in, std::uint64_t it, bool rc_pingpong) {
   for (std::size_t i = 0; i < in.size(); ++i) {
     const std::byte want = rc_pingpong && i % kToolPage == 0 ? std::byte{0} : pattern(it, i);
-    if (in[i] != want)
-      return "byte " + std::to_string(i) + " is " + std::to_string(std::to_integer<int>(in[i])) + ", not " +
-             std::to_string(std::to_integer<int>(want));
+    if (in[i] != want) return byte_differs(i, in[i], want);
   }
   return "";
 }
@@ -242,7 +240,7 @@ SizeResult ep_bw(Round& r) {
 
 }  // namespace
 
-SizeResult run_ep_lat(const SizeArgs& a) { return on_endpoint(a, ep_lat); }
-SizeResult run_ep_bw(const SizeArgs& a) { return on_endpoint(a, ep_bw); }
+SizeResult run_ep_lat(const SizeRun& a) { return on_endpoint(a, ep_lat); }
+SizeResult run_ep_bw(const SizeRun& a) { return on_endpoint(a, ep_bw); }
 
 }  // namespace unet::perf

@@ -164,7 +164,7 @@ std::tuple<std::uint32_t, std::uint32_t, std::uint32_t> probe_device(const PerfC
 
 // Each row's run function (test_table.h), in the table's order.
 #define UNET_PERF_RUN(name, ...) &run_##name,
-constexpr SizeResult (*kRun[])(const SizeArgs&) = {UNET_PERF_TESTS(UNET_PERF_RUN)};
+constexpr SizeResult (*kRun[])(const SizeRun&) = {UNET_PERF_TESTS(UNET_PERF_RUN)};
 #undef UNET_PERF_RUN
 
 // --oob rc_pingpong / ib_send_lat: one size of ep_lat against an unmodified tool, which speaks its
@@ -191,7 +191,7 @@ SizeResult run_with_tool(const PerfConfig& c, const core::CycleClock& clock) {
     o.rdma_cm = c.rdma_cm;
     ch = send_lat.emplace(bench::connect_ib_send_lat(ep, o)).channel();
   }
-  Round round{c, nullptr, ep, ch, size, clock, {}, {}};
+  Round round{{c, nullptr, size, clock}, ep, ch, {}, {}};
   SizeResult result = ep_lat(round);
   if (send_lat) {
     send_lat->finish(c.timeout);
@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
       if (progress)
         std::fprintf(stderr, "\r# %u bytes (%zu of %zu)...   ", size, k + 1, cfg.sizes.size());
       if (session)
-        results.push_back(kRun[static_cast<std::size_t>(cfg.test)]({cfg, *session, size, clock}));
+        results.push_back(kRun[static_cast<std::size_t>(cfg.test)]({cfg, &*session, size, clock}));
       else
         results.push_back(run_with_tool(cfg, clock));
       const SizeResult& r = results.back();

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -57,11 +58,11 @@ class Waits {
   [[noreturn]] void timed_out(const char* what, const std::string& late) const;
 
   const PerfConfig& cfg_;
+  Session* watched_;
 
  private:
   [[noreturn]] void peer_left(const char* what) const;
 
-  Session* watched_;
   std::uint64_t patience_;
 };
 
@@ -106,7 +107,13 @@ class Progress : public Waits {
     until([&] { return succeeded(attempt(), what); }, awaited ? awaited : what);
   }
 
-  Driver& driver() noexcept { return driver_; }
+  // A server's last wait: serves the endpoint (the client may still need acknowledgements or
+  // resends) until the client's count waits on the watched session, then compares the two
+  // counts and `check()` (finish_round). `count` is read after the wait.
+  void finish_serving(const std::uint64_t& count, const std::function<std::string()>& check) {
+    until([&] { return watched_->line_waiting(); }, "the client's count", false);
+    (void)finish_round(*watched_, count, check);
+  }
 
  private:
   Driver driver_;

@@ -29,15 +29,18 @@ void fill_pattern(std::span<std::byte> out, std::uint64_t seed) noexcept {
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = pattern(seed, i);
 }
 
-std::string check_pattern(std::span<const std::byte> in, std::uint64_t seed) {
-  for (std::size_t i = 0; i < in.size(); ++i)
-    if (in[i] != pattern(seed, i))
-      return "byte " + std::to_string(i) + " is " + std::to_string(std::to_integer<int>(in[i])) +
-             ", not " + std::to_string(std::to_integer<int>(pattern(seed, i)));
+std::string check_pattern(std::span<const std::byte> in, std::uint64_t seed, std::size_t from) {
+  for (std::size_t i = from; i < in.size(); ++i)
+    if (in[i] != pattern(seed, i)) return byte_differs(i, in[i], pattern(seed, i));
   return "";
 }
 
-SizeResult on_endpoint(const SizeArgs& a, SizeResult (*test)(Round&)) {
+std::string byte_differs(std::size_t i, std::byte got, std::byte want) {
+  return "byte " + std::to_string(i) + " is " + std::to_string(std::to_integer<int>(got)) +
+         ", not " + std::to_string(std::to_integer<int>(want));
+}
+
+SizeResult on_endpoint(const SizeRun& a, SizeResult (*test)(Round&)) {
   const PerfConfig& c = a.cfg;
   const bool direct = c.mode == core::Mode::kDirectAccess;
   const std::size_t memory = 3 * std::size_t{a.size};
@@ -52,7 +55,7 @@ SizeResult on_endpoint(const SizeArgs& a, SizeResult (*test)(Round&)) {
     return "ok";
   };
   auto run = [&] {
-    Round round{c, &a.session, *ep, connect_channel(*ep, c, a.session), a.size, a.clock, {}, {}};
+    Round round{a, *ep, connect_channel(*ep, c, *a.session), {}, {}};
     if (direct) {
       round.local = {local.get(), memory};
       round.window = {window.get(), memory};

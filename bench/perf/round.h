@@ -21,19 +21,25 @@
 
 namespace unet::perf {
 
-struct Round {
+// One size of the configured test: what a row's run function gets, before the size's endpoint
+// exists, and what every family's round (Round below, AmRound, StreamRound) starts from.
+struct SizeRun {
   const PerfConfig& cfg;
-  Session* session;  // nullptr with --oob rc_pingpong: the peer is ibv_rc_pingpong, no session
-  core::Endpoint& ep;
-  core::ChannelId ch;
+  Session* session;  // nullptr with --oob rc_pingpong / ib_send_lat: the peer is the tool
   std::uint32_t size;
   const core::CycleClock& clock;
+  std::uint64_t total() const noexcept { return cfg.warmup + cfg.iterations; }  // warm-up too
+};
+
+// A round of the core-endpoint tests (ep_*, da_*): one channel of a core::Endpoint.
+struct Round : SizeRun {
+  core::Endpoint& ep;
+  core::ChannelId ch;
   // Direct-access tests: 3 * size bytes each, page-aligned and zeroed, allocated before the
   // endpoint so that they outlive its registrations. `local` is the source or target of this
   // side's operations, `window` what it grants the peer.
   std::span<std::byte> local;
   std::span<std::byte> window;
-  std::uint64_t total() const noexcept { return cfg.warmup + cfg.iterations; }
 };
 
 // The check pattern: byte i of message `seed`. First and last messages carry it; the receiver
@@ -42,22 +48,17 @@ inline std::byte pattern(std::uint64_t seed, std::size_t i) noexcept {
   return static_cast<std::byte>(seed * 131 + i * 7 + 1);
 }
 void fill_pattern(std::span<std::byte> out, std::uint64_t seed) noexcept;
-// "" when `in` carries pattern `seed`, otherwise where it differs (for an error message).
-std::string check_pattern(std::span<const std::byte> in, std::uint64_t seed);
-
-// What a test's run function gets: one size of the configured test, before its endpoint exists.
-struct SizeArgs {
-  const PerfConfig& cfg;
-  Session& session;
-  std::uint32_t size;
-  const core::CycleClock& clock;
-};
+// "" when `in` carries pattern `seed` from byte `from` on, otherwise where it differs (for an
+// error message: byte_differs).
+std::string check_pattern(std::span<const std::byte> in, std::uint64_t seed, std::size_t from = 0);
+// "byte I is GOT, not WANT".
+std::string byte_differs(std::size_t i, std::byte got, std::byte want);
 
 // The run function of each row of the test table (test_table.h), run_NAME: one size of the test,
 // both sides (cfg.is_client()). It makes the size's endpoint, agrees with the peer whether both
 // can run it (agreed_size), connects one channel, runs the test, compares the two sides' counts
 // (finish_round) and returns the client's figures (a server's result carries only the size).
-#define UNET_PERF_DECLARE_RUN(name, ...) SizeResult run_##name(const SizeArgs& a);
+#define UNET_PERF_DECLARE_RUN(name, ...) SizeResult run_##name(const SizeRun& a);
 UNET_PERF_TESTS(UNET_PERF_DECLARE_RUN)
 #undef UNET_PERF_DECLARE_RUN
 
@@ -65,14 +66,14 @@ UNET_PERF_TESTS(UNET_PERF_DECLARE_RUN)
 // "skip <why>" (an exception from it becomes "error <what>"); the two sides compare (agree_size).
 // A skip on either side returns the result with the reason; otherwise `run()` runs the size.
 template <class Make, class Run>
-SizeResult agreed_size(const SizeArgs& a, Make make, Run run) {
+SizeResult agreed_size(const SizeRun& a, Make make, Run run) {
   std::string state;
   try {
     state = make();
   } catch (const std::exception& e) {  // verbs::Error, or uam's / ulp's std::invalid_argument
     state = std::string("error ") + e.what();
   }
-  if (std::string skip = agree_size(a.session, a.size, state); !skip.empty()) {
+  if (std::string skip = agree_size(*a.session, a.size, state); !skip.empty()) {
     SizeResult result = SizeResult::of(a.size, a.cfg.iterations);
     result.skipped = skip;
     return result;
@@ -82,7 +83,7 @@ SizeResult agreed_size(const SizeArgs& a, Make make, Run run) {
 
 // run_NAME of the core-endpoint tests (ep_*, da_*): a core::Endpoint sized for the message (and
 // for da_* this side's memory, allocated before it), then `test` on a Round over one channel.
-SizeResult on_endpoint(const SizeArgs& a, SizeResult (*test)(Round&));
+SizeResult on_endpoint(const SizeRun& a, SizeResult (*test)(Round&));
 
 // ep_lat on a channel made elsewhere: also main.cc's, against --oob rc_pingpong or ib_send_lat.
 SizeResult ep_lat(Round& r);

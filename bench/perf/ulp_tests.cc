@@ -77,8 +77,6 @@ class UlpDriver {
 template <class Ep>
 using UlpProgress = Progress<UlpDriver<Ep>>;
 
-std::uint64_t total_of(const PerfConfig& c) { return c.warmup + c.iterations; }
-
 // Message `it` of a run of `total`: the first and the last carry the check pattern; a datagram
 // of 8 bytes or more carries its index in its first 8 (little-endian).
 void fill_message(std::span<std::byte> out, std::uint64_t it, std::uint64_t total, bool indexed) {
@@ -98,15 +96,8 @@ std::string check_message(std::span<const std::byte> in, std::uint64_t it, std::
     if (got != it)
       bad = "carries index " + std::to_string(got) + " (lost, repeated or reordered datagrams)";
   }
-  if (bad.empty() && (it == 0 || it + 1 == total)) {
-    const std::size_t skip = indexed ? std::min(in.size(), kIndexBytes) : 0;
-    std::vector<std::byte> expect(in.size());
-    fill_pattern(expect, it);
-    for (std::size_t i = skip; i < in.size() && bad.empty(); ++i)
-      if (in[i] != expect[i])
-        bad = "byte " + std::to_string(i) + " is " + std::to_string(std::to_integer<int>(in[i])) +
-              ", not " + std::to_string(std::to_integer<int>(expect[i]));
-  }
+  if (bad.empty() && (it == 0 || it + 1 == total))
+    bad = check_pattern(in, it, indexed ? kIndexBytes : 0);
   return bad.empty() ? bad : std::string(what) + " " + std::to_string(it) + " " + bad;
 }
 
@@ -123,10 +114,12 @@ std::string dgram_drops(const ulp::DatagramStats& st) {
          std::to_string(st.malformed) + " malformed";
 }
 
-SizeResult dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
-                     core::ChannelId peer, std::uint32_t size, const core::CycleClock& clock) {
-  const std::uint64_t total = total_of(c);
-  Progress progress(UlpDriver(ep, kDgramLate), c, clock, &s);
+SizeResult dgram_lat(const SizeRun& a, ulp::DatagramEndpoint& ep, core::ChannelId peer) {
+  const PerfConfig& c = a.cfg;
+  Session& s = *a.session;
+  const std::uint32_t size = a.size;
+  const std::uint64_t total = a.total();
+  Progress progress(UlpDriver(ep, kDgramLate), c, a.clock, &s);
   SizeResult result = SizeResult::of(size, c.iterations);
   std::vector<std::byte> buf(size);
   ulp::DatagramInfo info;
@@ -152,8 +145,7 @@ SizeResult dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
         throw PerfError(bad);
       send(info.peer, info.src_port);
     }
-    progress.until([&] { return s.line_waiting(); }, "the client's count", false);
-    finish_round(s, echoed, [&] { return dgram_drops(ep.stats()); });
+    progress.finish_serving(echoed, [&] { return dgram_drops(ep.stats()); });
     return result;
   }
 
@@ -170,7 +162,7 @@ SizeResult dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
   stamps[total] = core::CycleClock::now();
   if (std::string bad = dgram_drops(ep.stats()); !bad.empty()) throw PerfError(bad);
   result.server_count = finish_round(s, total);
-  result.latency = round_trip_latency(stamps, c.warmup, clock.ticks_per_us());
+  result.latency = round_trip_latency(stamps, c.warmup, a.clock.ticks_per_us());
   return result;
 }
 
@@ -179,13 +171,10 @@ SizeResult dgram_lat(const PerfConfig& c, Session& s, ulp::DatagramEndpoint& ep,
 constexpr const char* kStreamLate =
     " (the stream resends what UD loses: is the peer alive and reachable?)";
 
-struct StreamRound {
-  const PerfConfig& c;
-  Session& s;
+// A round of the stream tests: one connection of a ulp::StreamEndpoint.
+struct StreamRound : SizeRun {
   ulp::StreamEndpoint& ep;
   ulp::ConnId conn;
-  std::uint32_t size;
-  const core::CycleClock& clock;
   UlpProgress<ulp::StreamEndpoint>& progress;
 };
 
@@ -251,8 +240,7 @@ std::string stream_problems(const ulp::StreamEndpoint& ep) {
 void serve_end(StreamRound& r, std::uint64_t count) {
   await_end(r, "the end of the client's stream");
   if (Status st = r.ep.close(r.conn); st != Status::kOk) r.progress.failed("close", st);
-  r.progress.until([&] { return r.s.line_waiting(); }, "the client's count", false);
-  finish_round(r.s, count, [&] { return stream_problems(r.ep); });
+  r.progress.finish_serving(count, [&] { return stream_problems(r.ep); });
 }
 
 // The client's end: shut down (unless `shut` already), read the server's end of the stream (it
@@ -270,16 +258,16 @@ std::uint64_t client_end(StreamRound& r, SizeResult& result, std::uint64_t count
   }
   (void)r.ep.close(r.conn);
   if (std::string bad = stream_problems(r.ep); !bad.empty()) throw PerfError(bad);
-  return finish_round(r.s, count);
+  return finish_round(*r.session, count);
 }
 
 SizeResult stream_lat(StreamRound& r) {
-  const std::uint64_t total = total_of(r.c);
-  SizeResult result = SizeResult::of(r.size, r.c.iterations);
+  const std::uint64_t total = r.total();
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
   std::vector<std::byte> out(r.size), in(r.size);
   auto ignore = [](std::size_t) {};
 
-  if (!r.c.is_client()) {  // server: read a message, send it back
+  if (!r.cfg.is_client()) {  // server: read a message, send it back
     std::uint64_t echoed = 0;
     for (; echoed < total; ++echoed) {
       recv_exact(r, in, echoed == 0 ? "a message from the client" : "the next message");
@@ -303,13 +291,13 @@ SizeResult stream_lat(StreamRound& r) {
   }
   stamps[total] = core::CycleClock::now();
   result.server_count = client_end(r, result, total);
-  result.latency = round_trip_latency(stamps, r.c.warmup, r.clock.ticks_per_us());
+  result.latency = round_trip_latency(stamps, r.cfg.warmup, r.clock.ticks_per_us());
   return result;
 }
 
 // stream_bw's client, copying: send() takes each message into the send buffer.
 void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted, std::vector<std::uint64_t>& completed) {
-  const std::uint64_t total = total_of(r.c), warmup = r.c.warmup;
+  const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint64_t bytes = total * r.size;
   std::vector<std::byte> out(r.size);
   std::uint64_t taken = 0;  // bytes send() took so far
@@ -352,7 +340,7 @@ void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted, std::v
 // acknowledged all of it; only then is its slot used again.
 void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted, std::vector<std::uint64_t>& completed) {
   constexpr std::uint64_t kSlots = ulp::StreamEndpoint::kMaxZeroCopySends;
-  const std::uint64_t total = total_of(r.c), warmup = r.c.warmup;
+  const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   std::vector<std::byte> memory(kSlots * r.size);
   std::uint64_t next = 0, done = 0;
   auto reap = [&] {
@@ -384,11 +372,11 @@ void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted, std
 }
 
 SizeResult stream_bw(StreamRound& r) {
-  const std::uint64_t total = total_of(r.c);
+  const std::uint64_t total = r.total();
   const std::uint64_t bytes = total * r.size;
-  SizeResult result = SizeResult::of(r.size, r.c.iterations);
+  SizeResult result = SizeResult::of(r.size, r.cfg.iterations);
 
-  if (!r.c.is_client()) {  // server: read and count, message by message
+  if (!r.cfg.is_client()) {  // server: read and count, message by message
     std::vector<std::byte> in(r.size);
     std::uint64_t got = 0;
     for (std::uint64_t k = 0; k < total; ++k) {
@@ -402,8 +390,8 @@ SizeResult stream_bw(StreamRound& r) {
     return result;
   }
 
-  std::vector<std::uint64_t> posted(r.c.iterations), completed(r.c.iterations);
-  if (r.c.mode == core::Mode::kDirectAccess) {
+  std::vector<std::uint64_t> posted(r.cfg.iterations), completed(r.cfg.iterations);
+  if (r.cfg.mode == core::Mode::kDirectAccess) {
     stream_bw_zero_copy(r, posted, completed);
   } else {
     stream_bw_copied(r, posted, completed);
@@ -425,10 +413,10 @@ ulp::StreamConfig stream_config(const PerfConfig& c) {
 
 // The stream's connection on a channel to the peer (the server listened before it was made),
 // then `test`.
-SizeResult on_connection(const SizeArgs& a, ulp::StreamEndpoint& ep, core::ChannelId peer,
+SizeResult on_connection(const SizeRun& a, ulp::StreamEndpoint& ep, core::ChannelId peer,
                          SizeResult (*test)(StreamRound&)) {
   const PerfConfig& c = a.cfg;
-  Session& s = a.session;
+  Session& s = *a.session;
   Progress progress(UlpDriver(ep, kStreamLate), c, a.clock, &s);
   ulp::ConnId conn = ulp::kNoConn;
   // "go" before the handshake, not after: no side then blocks on the session while the other
@@ -458,13 +446,13 @@ SizeResult on_connection(const SizeArgs& a, ulp::StreamEndpoint& ep, core::Chann
     progress.until([&] { return ep.accept(kPort, conn) == Status::kOk; },
                    "the client's connection");
   }
-  StreamRound r{c, s, ep, conn, a.size, a.clock, progress};
+  StreamRound r{a, ep, conn, progress};
   return test(r);
 }
 
 // One size of a stream test: a StreamEndpoint (the server listens on kPort), the channel, the
 // connection, then `test`.
-SizeResult on_stream_endpoint(const SizeArgs& a, SizeResult (*test)(StreamRound&)) {
+SizeResult on_stream_endpoint(const SizeRun& a, SizeResult (*test)(StreamRound&)) {
   const PerfConfig& c = a.cfg;
   std::unique_ptr<ulp::StreamEndpoint> ep;
   auto make = [&]() -> std::string {
@@ -476,7 +464,7 @@ SizeResult on_stream_endpoint(const SizeArgs& a, SizeResult (*test)(StreamRound&
     return "ok";
   };
   auto run = [&] {
-    SizeResult done = on_connection(a, *ep, connect_channel(ep->net(), c, a.session), test);
+    SizeResult done = on_connection(a, *ep, connect_channel(ep->net(), c, *a.session), test);
     done.endpoint = ep->net().stats();
     return done;
   };
@@ -485,7 +473,7 @@ SizeResult on_stream_endpoint(const SizeArgs& a, SizeResult (*test)(StreamRound&
 
 }  // namespace
 
-SizeResult run_dgram_lat(const SizeArgs& a) {
+SizeResult run_dgram_lat(const SizeRun& a) {
   const PerfConfig& c = a.cfg;
   std::unique_ptr<ulp::DatagramEndpoint> ep;
   auto make = [&]() -> std::string {
@@ -496,15 +484,15 @@ SizeResult run_dgram_lat(const SizeArgs& a) {
     return "ok";
   };
   auto run = [&] {
-    const core::ChannelId peer = connect_channel(ep->net(), c, a.session);
-    SizeResult done = dgram_lat(c, a.session, *ep, peer, a.size, a.clock);
+    const core::ChannelId peer = connect_channel(ep->net(), c, *a.session);
+    SizeResult done = dgram_lat(a, *ep, peer);
     done.endpoint = ep->net().stats();
     return done;
   };
   return agreed_size(a, make, run);
 }
 
-SizeResult run_stream_lat(const SizeArgs& a) { return on_stream_endpoint(a, stream_lat); }
-SizeResult run_stream_bw(const SizeArgs& a) { return on_stream_endpoint(a, stream_bw); }
+SizeResult run_stream_lat(const SizeRun& a) { return on_stream_endpoint(a, stream_lat); }
+SizeResult run_stream_bw(const SizeRun& a) { return on_stream_endpoint(a, stream_bw); }
 
 }  // namespace unet::perf
