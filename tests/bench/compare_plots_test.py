@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench/compare's figures and report from a synthetic run, no device: the cases compare.py's
-own cases() plans (every test but dgram_lat), made-up figures, written through compare.py's
+own cases() plans (every test `UNET_PERF --list-tests` names but dgram_lat), made-up figures, written through compare.py's
 write_outputs() as a run writes them, then redrawn by hand (plots.py RESULTS_DIR --out DIR).
 Exits 77 (skipped) without python3-matplotlib."""
 import argparse
@@ -25,7 +25,10 @@ except ImportError:
 import compare  # noqa: E402
 import plots  # noqa: E402
 
-TESTS = [t for t in compare.TESTS if t != "dgram_lat"]  # one layer without data
+# unet_perf's tests (the path is the test's argument), but one layer without data.
+UNET_PERF = sys.argv.pop(1) if len(sys.argv) > 1 else "unet_perf"
+TESTS = [t for t in subprocess.run([UNET_PERF, "--list-tests"], capture_output=True, text=True,
+                                   check=True).stdout.split() if t != "dgram_lat"]
 LIMITS = {"RC": 65535, "UD": 1000, "UD_MTU": 1024}
 LAYER_FIGURES = ["endpoint.png", "direct.png", "am.png", "stream.png"]
 
