@@ -41,8 +41,10 @@ void print_latency_header(std::FILE* out) {
                "    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec] \n");
 }
 
-void print_latency_row(std::FILE* out, std::size_t bytes, std::size_t iterations, const LatencyStats& s) {
-  std::fprintf(out, " %-7zu %-10zu %-7.2f        %-7.2f        %-7.2f          %-7.2f        %-7.2f"
+void print_latency_row(std::FILE* out, std::size_t bytes, std::size_t iterations,
+                       const LatencyStats& s) {
+  std::fprintf(out,
+               " %-7zu %-10zu %-7.2f        %-7.2f        %-7.2f          %-7.2f        %-7.2f"
                "          %-7.2f                %-7.2f\n",
                bytes, iterations, s.min, s.max, s.median, s.avg, s.stdev, s.p99, s.p999);
 }

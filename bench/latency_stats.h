@@ -17,6 +17,7 @@ LatencyStats compute_latency(std::span<double> us);
 
 // perftest's latency table header and one row, to `out`.
 void print_latency_header(std::FILE* out);
-void print_latency_row(std::FILE* out, std::size_t bytes, std::size_t iterations, const LatencyStats& s);
+void print_latency_row(std::FILE* out, std::size_t bytes, std::size_t iterations,
+                       const LatencyStats& s);
 
 }  // namespace unet::bench

@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
 #include "program_flags.h"
+#include "unet/core/cycle_clock.h"
 #include "unet/core/endpoint.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/oob.h"

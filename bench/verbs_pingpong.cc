@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "unet/core/cycle_clock.h"
 #include "latency_stats.h"
 #include "program_flags.h"
+#include "unet/core/cycle_clock.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/error.h"
 #include "unet/verbs/oob.h"
@@ -75,7 +75,8 @@ Connection setup(const std::string& host) {
   qc.recv_cq = c.recv_cq;
   qc.max_send_wr = kRxDepth;
   qc.max_recv_wr = kRxDepth;
-  qc.max_inline_data = FLAGS_I < 0 ? c.ctx->max_inline_data(IBV_QPT_RC) : static_cast<std::uint32_t>(FLAGS_I);
+  qc.max_inline_data =
+      FLAGS_I < 0 ? c.ctx->max_inline_data(IBV_QPT_RC) : static_cast<std::uint32_t>(FLAGS_I);
   c.qp = std::make_unique<QueuePair>(c.pd, qc);
 
   PathParams path;
@@ -210,7 +211,8 @@ int main(int argc, char** argv) {
     double ticks_per_us = 0;
     bool client = !host.empty();
     std::vector<double> lat =
-        FLAGS_raw ? run(c, RawOps{c.qp->native(), c.send_cq->native(), c.recv_cq->native()}, client, ticks_per_us)
+        FLAGS_raw ? run(c, RawOps{c.qp->native(), c.send_cq->native(), c.recv_cq->native()}, client,
+                        ticks_per_us)
                   : run(c, UnetOps{*c.qp, *c.send_cq, *c.recv_cq}, client, ticks_per_us);
     // Closing handshake (ibv_rc_pingpong's "done"): the server keeps its QP until the client has
     // received the last reply.
@@ -220,15 +222,20 @@ int main(int argc, char** argv) {
       return 0;
     }
     c.sock->send_all("done\n", timeout);
-    std::printf("---------------------------------------------------------------------------------------\n");
-    std::printf(" %s: RC SEND/RECV ping-pong, device %s, %s, %zu warm-up iterations excluded\n"
-                " cycle counter: %.1f ticks/usec, calibrated against CLOCK_MONOTONIC\n",
-                FLAGS_raw ? "raw libibverbs (baseline)" : "unet verbs layer", c.ctx->name().c_str(),
-                FLAGS_s <= c.qp->caps().max_inline_data ? "inline" : "not inline",
-                static_cast<std::size_t>(FLAGS_warmup), ticks_per_us);
+    std::printf(
+        "---------------------------------------------------------------------------------------"
+        "\n");
+    std::printf(
+        " %s: RC SEND/RECV ping-pong, device %s, %s, %zu warm-up iterations excluded\n"
+        " cycle counter: %.1f ticks/usec, calibrated against CLOCK_MONOTONIC\n",
+        FLAGS_raw ? "raw libibverbs (baseline)" : "unet verbs layer", c.ctx->name().c_str(),
+        FLAGS_s <= c.qp->caps().max_inline_data ? "inline" : "not inline",
+        static_cast<std::size_t>(FLAGS_warmup), ticks_per_us);
     bench::print_latency_header(stdout);
     bench::print_latency_row(stdout, FLAGS_s, FLAGS_n, bench::compute_latency(lat));
-    std::printf("---------------------------------------------------------------------------------------\n");
+    std::printf(
+        "---------------------------------------------------------------------------------------"
+        "\n");
   } catch (const Error& e) {
     die(e.what());
   }

@@ -154,8 +154,7 @@ class Sort {
     const std::uint64_t out = (parted_.size() - send_count_[me_]) * sizeof(std::uint64_t);
     exchange_seconds_ = seconds(t2 - t1);
     char note[160];
-    std::snprintf(note, sizeof note,
-                  "rank 0: sizes %.3f ms, alltoallv %s in %.3f s (%.1f MiB/s)",
+    std::snprintf(note, sizeof note, "rank 0: sizes %.3f ms, alltoallv %s in %.3f s (%.1f MiB/s)",
                   1e3 * seconds(t_sizes - t0), bytes_text(double(out)).c_str(), seconds(t2 - t1),
                   t2 > t1 ? double(out) / (1 << 20) / seconds(t2 - t1) : 0.0);
     exchange_note_ = note;
@@ -229,7 +228,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   Params p;
   if (!parse(argc, argv, p)) {
-    if (me == 0) std::fprintf(stderr, "usage: mpi_sample_sort [--keys K] [--samples S] [--seed X]\n");
+    if (me == 0)
+      std::fprintf(stderr, "usage: mpi_sample_sort [--keys K] [--samples S] [--seed X]\n");
     MPI_Finalize();
     return 2;
   }

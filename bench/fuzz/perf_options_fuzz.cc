@@ -131,7 +131,8 @@ void check_config(const RawFlags& f, const PerfConfig& c) {
   require(!c.is_ulp() || !f.connection.empty() || c.transport == unet::core::Transport::kUd);
   require(c.test != TestKind::kDgramLat || c.transport == unet::core::Transport::kUd);
   require(!is_direct(c.test) || c.transport == unet::core::Transport::kRc);
-  require(!c.rdma_cm || (c.transport == unet::core::Transport::kRc && c.test != TestKind::kDgramLat));
+  require(!c.rdma_cm ||
+          (c.transport == unet::core::Transport::kRc && c.test != TestKind::kDgramLat));
   // Direct-access: the da_* tests, and stream_bw when asked for (its zero-copy sends).
   require((c.mode == unet::core::Mode::kDirectAccess) ==
           (is_direct(c.test) || (c.test == TestKind::kStreamBw && f.mode == "direct")));

@@ -339,8 +339,8 @@ IbSendLatPeer connect_ib_send_lat(core::Endpoint& ep, const IbSendLatOptions& o)
     const auto dest = encode_perftest_dest(mine, 0);
     p.line_.assign(reinterpret_cast<const char*>(dest.data()), dest.size());
     (void)exchange_address(*link, true, o.with_gid, p.line_, deadline);
-    p.channel_ =
-        client ? connect_cm_retrying(ep, o.host, o.port, deadline) : ep.accept_cm(left(deadline), kNoRing);
+    p.channel_ = client ? connect_cm_retrying(ep, o.host, o.port, deadline)
+                        : ep.accept_cm(left(deadline), kNoRing);
     (void)exchange_address(*link, true, o.with_gid, p.line_, deadline);
     p.peer_ = exchange_address(*link, true, o.with_gid, p.line_, deadline);
   }

@@ -52,8 +52,8 @@
 #include <string_view>
 
 #include "unet/core/endpoint.h"
-#include "unet/verbs/gid.h"
 #include "unet/status.h"
+#include "unet/verbs/gid.h"
 
 namespace unet::verbs {
 class OobListener;

@@ -58,8 +58,8 @@
 #include <string>
 
 #include "unet/core/endpoint.h"
-#include "unet/verbs/gid.h"
 #include "unet/status.h"
+#include "unet/verbs/gid.h"
 
 namespace unet::verbs {
 class OobListener;

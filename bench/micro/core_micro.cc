@@ -25,11 +25,11 @@
 #include <string_view>
 #include <vector>
 
+#include "registration_cache.h"  // private to core: from core/src
 #include "unet/core/buffer_table.h"
 #include "unet/core/channel_table.h"
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
-#include "registration_cache.h"  // private to core: from core/src
 
 namespace unet::core {
 namespace {
@@ -52,7 +52,7 @@ struct World {
   BufferTable buffers{256};
   ChannelTable tags{kChannels};
   NullRegistrar registrar;
-  RegistrationCache<NullRegistrar> cache{registrar, 64 * kPage * kChannels};
+  RegistrationCache<NullRegistrar> cache{registrar, 64 * kPage* kChannels};
   std::vector<std::byte> memory = std::vector<std::byte>(64 * kPage * kChannels);
   std::array<UdTag, kChannels> ud_tags{};
   std::byte payload[8] = {};
@@ -65,7 +65,8 @@ struct World {
       ud_tags[i].gid.raw[15] = static_cast<std::uint8_t>(i);
       (void)tags.add(ud_tags[i], i);
       RegistrationCache<NullRegistrar>::Lease l;
-      (void)cache.acquire(memory.data() + i * 64 * kPage, 64 * kPage, l);  // warm: later acquires hit
+      (void)cache.acquire(memory.data() + i * 64 * kPage, 64 * kPage,
+                          l);  // warm: later acquires hit
     }
   }
 };
@@ -97,9 +98,13 @@ struct World {
   return b;
 }
 
-[[gnu::noinline]] ChannelId lookup_rc(World& w, std::uint32_t i) { return w.tags.find(0x1000 + 7 * (i % kChannels)); }
+[[gnu::noinline]] ChannelId lookup_rc(World& w, std::uint32_t i) {
+  return w.tags.find(0x1000 + 7 * (i % kChannels));
+}
 
-[[gnu::noinline]] ChannelId lookup_ud(World& w, std::uint32_t i) { return w.tags.find(w.ud_tags[i % kChannels]); }
+[[gnu::noinline]] ChannelId lookup_ud(World& w, std::uint32_t i) {
+  return w.tags.find(w.ud_tags[i % kChannels]);
+}
 
 [[gnu::noinline]] std::uint32_t cache_hit(World& w, std::uint32_t i) {
   RegistrationCache<NullRegistrar>::Lease l;
@@ -163,8 +168,8 @@ int run_counted(long n) {
   std::uint64_t sink = 0;
   for (long k = 0; k < n; ++k) {
     const auto i = static_cast<std::uint32_t>(k);
-    sink += ring_push_pop(w, i) + compose_inline_op(w, d, i) + compose_buffer_op(d, i) + buffer_cycle(w) +
-            lookup_rc(w, i) + lookup_ud(w, i) + cache_hit(w, i);
+    sink += ring_push_pop(w, i) + compose_inline_op(w, d, i) + compose_buffer_op(d, i) +
+            buffer_cycle(w) + lookup_rc(w, i) + lookup_ud(w, i) + cache_hit(w, i);
   }
   return sink == 0 ? 1 : 0;
 }

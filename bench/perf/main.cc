@@ -23,17 +23,17 @@
 #include <vector>
 
 #include "connect.h"
-#include "unet/core/cycle_clock.h"
+#include "ib_send_lat_oob.h"
 #include "latency_stats.h"
+#include "launcher.h"
 #include "options.h"
 #include "program_flags.h"
-#include "ib_send_lat_oob.h"
-#include "launcher.h"
 #include "rc_pingpong_oob.h"
 #include "report.h"
 #include "round.h"
 #include "sizing.h"
 #include "test_table.h"
+#include "unet/core/cycle_clock.h"
 #include "unet/core/endpoint.h"
 #include "unet/verbs/device.h"
 #include "unet/verbs/error.h"
@@ -44,7 +44,8 @@ static const std::string test_flag_help = unet::perf::test_help();
 DEFINE_string(test, "", test_flag_help.c_str());
 DEFINE_bool(list_tests, false,
             "print the test names, one a line, and exit (bench/compare/compare.py reads them)");
-DEFINE_string(d, "", "RDMA device (default: the first; under mpirun -np 2, UNET_DEVICE or the local rank's)");
+DEFINE_string(
+    d, "", "RDMA device (default: the first; under mpirun -np 2, UNET_DEVICE or the local rank's)");
 DEFINE_int32(i, 1, "port of the device");
 DEFINE_int32(x, -1, "GID index (default: chosen like perftest)");
 DEFINE_int32(p, 18515, "TCP port of the out-of-band session (and of rdma_cm with -R)");
@@ -71,18 +72,22 @@ DEFINE_int32(I, 44,
 DEFINE_bool(R, false, "set the channel up through rdma_cm");
 DEFINE_bool(e, false, "wait on completion events instead of polling");
 DEFINE_bool(F, false, "accepted for perftest compatibility; no effect");
-DEFINE_string(mode, "", "base or direct (default: the test's own; a mismatch is an error; stream_bw takes either: direct sends zero-copy)");
+DEFINE_string(mode, "",
+              "base or direct (default: the test's own; a mismatch is an error; stream_bw takes "
+              "either: direct sends zero-copy)");
 DEFINE_int32(batch, 1, "*_bw: descriptors pushed per poll (one doorbell)");
 DEFINE_int64(warmup, 100,
              "untimed iterations before the timed ones (default 100 for *_lat, 0 for *_bw)");
 DEFINE_string(json, "", "also write the results and the configuration to this JSON file");
 DEFINE_int32(timeout_ms, 20000, "limit for every connection step and every wait");
-DEFINE_string(oob, "unet",
-              "the peer: unet (another unet_perf), rc_pingpong (an unmodified ibv_rc_pingpong -g IDX) "
-              "or ib_send_lat (an unmodified perftest ib_send_lat, plain or -R), run with the same -s "
-              "and -n (and -p/-m if not default); ep_lat, RC, no warm-up unless --warmup is given: "
-              "the tool's -n counts every message");
-DEFINE_int32(m, 0, "--oob rc_pingpong / ib_send_lat: path MTU, as the tool's -m (default: the tool's)");
+DEFINE_string(
+    oob, "unet",
+    "the peer: unet (another unet_perf), rc_pingpong (an unmodified ibv_rc_pingpong -g IDX) "
+    "or ib_send_lat (an unmodified perftest ib_send_lat, plain or -R), run with the same -s "
+    "and -n (and -p/-m if not default); ep_lat, RC, no warm-up unless --warmup is given: "
+    "the tool's -n counts every message");
+DEFINE_int32(m, 0,
+             "--oob rc_pingpong / ib_send_lat: path MTU, as the tool's -m (default: the tool's)");
 DEFINE_int32(window, 8, "am_*: uam's credit window, requests outstanding per channel (1..127)");
 DEFINE_bool(coalesce, true,
             "am_*: uam coalesces the messages a channel queues between two polls into one packet "
@@ -90,10 +95,12 @@ DEFINE_bool(coalesce, true,
 DEFINE_bool(ring, true,
             "RC channels are ring channels: messages that fit a slot arrive by RDMA WRITE into the "
             "peer's memory, found by polling (--noring: SEND/RECV only)");
-DEFINE_int32(ring_slots, 64, "ring channels: slots of our ring (a power of two, 2..16384; core's default 64)");
-DEFINE_int32(ring_slot_bytes, 256,
-             "ring channels: bytes per slot (a multiple of 8, 32..32768; core's default 256); larger "
-             "messages go by SEND");
+DEFINE_int32(ring_slots, 64,
+             "ring channels: slots of our ring (a power of two, 2..16384; core's default 64)");
+DEFINE_int32(
+    ring_slot_bytes, 256,
+    "ring channels: bytes per slot (a multiple of 8, 32..32768; core's default 256); larger "
+    "messages go by SEND");
 DEFINE_bool(
     limits, false,
     "print the largest -s of --test on -c for this device ('max_size N') and the GID index the "
@@ -198,7 +205,8 @@ SizeResult run_with_tool(const PerfConfig& c, const core::CycleClock& clock) {
     if (c.rdma_cm && c.is_client()) {
       // The tool's server disconnects both connections and waits for them to complete.
       const auto end = std::chrono::steady_clock::now() + c.timeout;
-      for (int closed = 0; closed < 2 && std::chrono::steady_clock::now() < end;) closed += ep.service_channels();
+      for (int closed = 0; closed < 2 && std::chrono::steady_clock::now() < end;)
+        closed += ep.service_channels();
     }
   }
   return result;
@@ -226,7 +234,8 @@ int main(int argc, char** argv) {
   RawFlags raw = raw_flags(argc, argv);
   std::unique_ptr<boot::Job> job;  // under mpirun -np 2: rank 0 serves, rank 1 is the client
   try {
-    job = join_launcher(raw, std::chrono::milliseconds(std::max<std::int64_t>(raw.timeout_ms, 1000)));
+    job =
+        join_launcher(raw, std::chrono::milliseconds(std::max<std::int64_t>(raw.timeout_ms, 1000)));
   } catch (const std::exception& e) {
     die(e.what());
   }

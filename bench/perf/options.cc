@@ -86,7 +86,8 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   c.tcp_port = static_cast<std::uint16_t>(f.tcp_port);
   if (f.sl < 0 || f.sl > 15) return range_error("-S", f.sl, 0, 15);
   c.sl = static_cast<std::uint8_t>(f.sl);
-  if (f.traffic_class < 0 || f.traffic_class > 255) return range_error("-T", f.traffic_class, 0, 255);
+  if (f.traffic_class < 0 || f.traffic_class > 255)
+    return range_error("-T", f.traffic_class, 0, 255);
   c.traffic_class = static_cast<std::uint8_t>(f.traffic_class);
 
   if (f.connection.empty()) {
@@ -124,7 +125,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
 
   // am_*: -s is the payload, up to uam's limit (UD lowers it to the path MTU: main.cc, sizing.h).
   // dgram_lat: one datagram, at most ulp's 64 KiB; the streams take any size.
-  const std::uint64_t max_size = c.is_am()                      ? kMaxAmPayload
+  const std::uint64_t max_size = c.is_am()                       ? kMaxAmPayload
                                  : c.test == TestKind::kDgramLat ? kMaxDgram
                                                                  : kMaxSize;
   if (f.all_sizes && f.size)
@@ -142,7 +143,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
         f.size.value_or(c.is_latency() ? 2 : std::min<std::int64_t>(65536, max_size));
     if (s < 1 || static_cast<std::uint64_t>(s) > max_size)
       return range_error("-s", s, 1, static_cast<std::int64_t>(max_size)) +
-             (c.is_am()                         ? " (an active message's payload)"
+             (c.is_am()                       ? " (an active message's payload)"
               : c.test == TestKind::kDgramLat ? " (one ulp datagram)"
                                               : "");
     c.sizes.push_back(static_cast<std::uint32_t>(s));
@@ -194,12 +195,14 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   // Ring channels are RC channels (out of band or rdma_cm): on by default there, off elsewhere.
   c.ring = c.transport == core::Transport::kRc;
   if (f.ring) {
-    if (*f.ring && c.transport != core::Transport::kRc) return "--ring needs -c RC (ring channels are RC)";
+    if (*f.ring && c.transport != core::Transport::kRc)
+      return "--ring needs -c RC (ring channels are RC)";
     c.ring = *f.ring;
   }
   if (f.ring_slots || f.ring_slot_bytes) {
     if (!c.ring)
-      return "--ring_slots and --ring_slot_bytes shape a ring channel's ring: they need -c RC and no --noring";
+      return "--ring_slots and --ring_slot_bytes shape a ring channel's ring: they need -c RC and "
+             "no --noring";
     const core::EndpointConfig d;
     const std::int64_t slots = f.ring_slots.value_or(d.ring_slots);
     const std::int64_t bytes = f.ring_slot_bytes.value_or(d.ring_slot_bytes);
@@ -218,7 +221,9 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
 
   if (f.oob == "unet") {
     c.oob = OobKind::kUnet;
-    if (f.mtu) return "-m sets the path MTU of --oob rc_pingpong or ib_send_lat only (unet peers use the port's)";
+    if (f.mtu)
+      return "-m sets the path MTU of --oob rc_pingpong or ib_send_lat only (unet peers use the "
+             "port's)";
   } else if (f.oob == "rc_pingpong" || f.oob == "ib_send_lat") {
     // The peer is an unmodified tool: its message pattern and its exchange, nothing of ours (no
     // settings line, no warm-up unless asked: its -n counts every message).

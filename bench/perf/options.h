@@ -45,33 +45,33 @@ static_assert((kUlpStreamBuffer & (kUlpStreamBuffer - 1)) == 0, "ulp would round
 // The flag values exactly as the user gave them; nullopt = the flag was left at its default.
 struct RawFlags {
   std::string test;
-  std::string device;                       // -d
-  std::int64_t ib_port = 1;                 // -i
-  std::int64_t gid_index = -1;              // -x (-1: choose like perftest)
-  std::int64_t tcp_port = 18515;            // -p
-  std::int64_t sl = 0;                      // -S
-  std::int64_t traffic_class = 0;           // -T
-  std::optional<std::int64_t> size;         // -s
-  bool all_sizes = false;                   // -a
-  std::optional<std::int64_t> iterations;   // -n
-  std::string connection;                   // -c ("" = the test's own: RC, or UD for ulp's)
-  std::optional<std::int64_t> inline_size;  // -I
-  bool rdma_cm = false;                     // -R
-  bool events = false;                      // -e
-  std::string mode;                         // --mode ("" = the test's own)
-  std::int64_t batch = 1;                   // --batch
-  std::optional<std::int64_t> warmup;       // --warmup
-  std::string json;                         // --json
-  std::int64_t timeout_ms = 20000;          // --timeout_ms
-  std::string oob = "unet";                 // --oob
-  std::optional<std::int64_t> mtu;          // -m (--oob rc_pingpong / ib_send_lat only)
-  std::optional<std::int64_t> window;       // --window (am_* only)
-  std::optional<bool> coalesce;             // --coalesce (am_* only)
-  std::optional<bool> ring;                 // --ring (RC channels)
-  std::optional<std::int64_t> ring_slots;   // --ring_slots (ring channels only)
+  std::string device;                           // -d
+  std::int64_t ib_port = 1;                     // -i
+  std::int64_t gid_index = -1;                  // -x (-1: choose like perftest)
+  std::int64_t tcp_port = 18515;                // -p
+  std::int64_t sl = 0;                          // -S
+  std::int64_t traffic_class = 0;               // -T
+  std::optional<std::int64_t> size;             // -s
+  bool all_sizes = false;                       // -a
+  std::optional<std::int64_t> iterations;       // -n
+  std::string connection;                       // -c ("" = the test's own: RC, or UD for ulp's)
+  std::optional<std::int64_t> inline_size;      // -I
+  bool rdma_cm = false;                         // -R
+  bool events = false;                          // -e
+  std::string mode;                             // --mode ("" = the test's own)
+  std::int64_t batch = 1;                       // --batch
+  std::optional<std::int64_t> warmup;           // --warmup
+  std::string json;                             // --json
+  std::int64_t timeout_ms = 20000;              // --timeout_ms
+  std::string oob = "unet";                     // --oob
+  std::optional<std::int64_t> mtu;              // -m (--oob rc_pingpong / ib_send_lat only)
+  std::optional<std::int64_t> window;           // --window (am_* only)
+  std::optional<bool> coalesce;                 // --coalesce (am_* only)
+  std::optional<bool> ring;                     // --ring (RC channels)
+  std::optional<std::int64_t> ring_slots;       // --ring_slots (ring channels only)
   std::optional<std::int64_t> ring_slot_bytes;  // --ring_slot_bytes (ring channels only)
-  bool limits = false;                      // --limits
-  std::vector<std::string> hosts;           // positional arguments (0 = server, 1 = client)
+  bool limits = false;                          // --limits
+  std::vector<std::string> hosts;               // positional arguments (0 = server, 1 = client)
 };
 
 struct PerfConfig {
@@ -80,8 +80,8 @@ struct PerfConfig {
   std::uint8_t ib_port = 1;
   std::optional<std::uint32_t> gid_index;
   std::uint16_t tcp_port = 18515;
-  std::uint8_t sl = 0;             // service level (-S)
-  std::uint8_t traffic_class = 0;  // GRH traffic class and rdma_cm type of service (-T)
+  std::uint8_t sl = 0;               // service level (-S)
+  std::uint8_t traffic_class = 0;    // GRH traffic class and rdma_cm type of service (-T)
   std::vector<std::uint32_t> sizes;  // one (-s) or 2 .. 8 MiB (-a; am_*: 2 .. the payload limit;
                                      // dgram_lat: 2 .. 64 KiB)
   bool all_sizes = false;
@@ -100,11 +100,11 @@ struct PerfConfig {
   std::uint32_t mtu = 0;  // --oob rc_pingpong / ib_send_lat: the tool's -m (0: the tool's default)
   std::uint32_t window = kDefaultAmWindow;  // am_*: uam's credit window per channel
   bool coalesce = true;                     // am_*: uam's Config::coalesce
-  bool ring = true;  // RC: a ring channel (core's ChannelOptions::ring); else SEND only
-  std::uint32_t ring_slots = 0;       // our ring's geometry (0: core's EndpointConfig default)
+  bool ring = true;              // RC: a ring channel (core's ChannelOptions::ring); else SEND only
+  std::uint32_t ring_slots = 0;  // our ring's geometry (0: core's EndpointConfig default)
   std::uint32_t ring_slot_bytes = 0;
   bool limits = false;  // --limits: print the largest -s for this test and transport, and exit
-  std::string host;  // "" = server
+  std::string host;     // "" = server
 
   bool is_client() const noexcept { return !host.empty(); }
   // The test's row (test_table.h) says: a latency table (either figure), or BW.

@@ -38,9 +38,8 @@ BwResult compute_bw(std::span<const std::uint64_t> posted, std::span<const std::
   return r;
 }
 
-bench::LatencyStats round_trip_latency(std::span<const std::uint64_t> stamps,
-                                       std::uint64_t warmup, double ticks_per_us,
-                                       Figure figure) {
+bench::LatencyStats round_trip_latency(std::span<const std::uint64_t> stamps, std::uint64_t warmup,
+                                       double ticks_per_us, Figure figure) {
   std::vector<double> us;
   us.reserve(stamps.size() > warmup ? stamps.size() - warmup - 1 : 0);
   for (std::size_t k = warmup; k + 1 < stamps.size(); ++k) {
@@ -73,8 +72,10 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
        (c.events ? "waiting on completion events" : "polling") +
        (c.mode == core::Mode::kDirectAccess
             ? std::string(", one-sided operations (no inline data)")
-            : ", inline " + std::to_string(info.inline_threshold) + " bytes in the descriptor, up to " +
-                  std::to_string(std::max(info.inline_threshold, info.inline_post_limit)) + " posted inline") +
+            : ", inline " + std::to_string(info.inline_threshold) +
+                  " bytes in the descriptor, up to " +
+                  std::to_string(std::max(info.inline_threshold, info.inline_post_limit)) +
+                  " posted inline") +
        (c.is_latency() ? ""
                        : ", --batch " + std::to_string(c.batch) + " (descriptors per doorbell)") +
        "\n";

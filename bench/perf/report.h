@@ -39,9 +39,8 @@ BwResult compute_bw(std::span<const std::uint64_t> posted, std::span<const std::
 // when the last one ended, so each gap is one round trip. The first `warmup` are left out; the
 // others, in microseconds, are halved (one way, as ib_send_lat) unless `figure` is kRoundTrip
 // (da_read_lat, as ib_read_lat).
-bench::LatencyStats round_trip_latency(std::span<const std::uint64_t> stamps,
-                                       std::uint64_t warmup, double ticks_per_us,
-                                       Figure figure = Figure::kHalfRoundTrip);
+bench::LatencyStats round_trip_latency(std::span<const std::uint64_t> stamps, std::uint64_t warmup,
+                                       double ticks_per_us, Figure figure = Figure::kHalfRoundTrip);
 
 void print_bw_header(std::FILE* out);
 void print_bw_row(std::FILE* out, std::uint64_t bytes, std::uint64_t iterations, const BwResult& r);
@@ -78,7 +77,7 @@ struct SizeResult {
 // What only the device tells: for the banner and the report.
 struct RunInfo {
   std::string device;                  // the device actually opened
-  std::uint32_t inline_threshold = 0;   // the endpoint's effective one (inside the descriptor)
+  std::uint32_t inline_threshold = 0;  // the endpoint's effective one (inside the descriptor)
   double ticks_per_us = 0;
   std::uint32_t inline_post_limit = 0;  // buffer sends posted inline up to this size
   std::uint32_t am_limit = 0;           // am_*: the largest payload on this transport

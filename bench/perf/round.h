@@ -12,11 +12,11 @@
 #include <string>
 
 #include "connect.h"
-#include "unet/core/cycle_clock.h"
 #include "options.h"
 #include "progress.h"
 #include "report.h"
 #include "test_table.h"
+#include "unet/core/cycle_clock.h"
 #include "unet/core/endpoint.h"
 
 namespace unet::perf {

@@ -6,9 +6,15 @@
 namespace unet::perf {
 namespace {
 
-#define UNET_PERF_ROW(name, kind, family, figure, transport, mode, iterations, what)            \
-  {#name, TestKind::kind, Family::family, Figure::figure, core::Transport::transport,          \
-   core::Mode::mode, iterations, what},
+#define UNET_PERF_ROW(name, kind, family, figure, transport, mode, iterations, what) \
+  {#name,                                                                            \
+   TestKind::kind,                                                                   \
+   Family::family,                                                                   \
+   Figure::figure,                                                                   \
+   core::Transport::transport,                                                       \
+   core::Mode::mode,                                                                 \
+   iterations,                                                                       \
+   what},
 constexpr TestInfo kTests[] = {UNET_PERF_TESTS(UNET_PERF_ROW)};
 #undef UNET_PERF_ROW
 

@@ -296,7 +296,8 @@ SizeResult stream_lat(StreamRound& r) {
 }
 
 // stream_bw's client, copying: send() takes each message into the send buffer.
-void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted, std::vector<std::uint64_t>& completed) {
+void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted,
+                      std::vector<std::uint64_t>& completed) {
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   const std::uint64_t bytes = total * r.size;
   std::vector<std::byte> out(r.size);
@@ -310,8 +311,7 @@ void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted, std::v
   auto took = [&](std::size_t n) {
     taken += n;
     if (taken > kUlpStreamBuffer)
-      complete_up_to(std::min(total, (taken - kUlpStreamBuffer) / r.size),
-                     core::CycleClock::now());
+      complete_up_to(std::min(total, (taken - kUlpStreamBuffer) / r.size), core::CycleClock::now());
   };
   for (std::uint64_t k = 0; k < total; ++k) {
     fill_message(out, k, total, false);
@@ -338,7 +338,8 @@ void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted, std::v
 // stream_bw's client, zero-copy (--mode direct): message k goes from slot k % kSlots of the
 // application's memory with send_zero_copy, and is complete when its completion says the server
 // acknowledged all of it; only then is its slot used again.
-void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted, std::vector<std::uint64_t>& completed) {
+void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted,
+                         std::vector<std::uint64_t>& completed) {
   constexpr std::uint64_t kSlots = ulp::StreamEndpoint::kMaxZeroCopySends;
   const std::uint64_t total = r.total(), warmup = r.cfg.warmup;
   std::vector<std::byte> memory(kSlots * r.size);
@@ -348,7 +349,8 @@ void stream_bw_zero_copy(StreamRound& r, std::vector<std::uint64_t>& posted, std
     while (r.ep.zero_copy_completion(z) == Status::kOk) {
       if (z.status != Status::kOk) r.progress.failed("a zero-copy send", z.status);
       if (z.tag != done)
-        throw PerfError("zero-copy send " + std::to_string(z.tag) + " completed in place of " + std::to_string(done));
+        throw PerfError("zero-copy send " + std::to_string(z.tag) + " completed in place of " +
+                        std::to_string(done));
       if (done >= warmup) completed[done - warmup] = core::CycleClock::now();
       ++done;
     }

@@ -22,8 +22,10 @@ inline core::EndpointConfig ring_bench_config(const std::string& device, int gid
 }
 
 // A channel between `a` and `b` (a ring channel unless `ring` is false): {a's id, b's id}.
-inline std::pair<core::ChannelId, core::ChannelId> join(core::Endpoint& a, core::Endpoint& b, bool ring) {
-  const core::ChannelOffer oa = a.offer_channel({.ring = ring}), ob = b.offer_channel({.ring = ring});
+inline std::pair<core::ChannelId, core::ChannelId> join(core::Endpoint& a, core::Endpoint& b,
+                                                        bool ring) {
+  const core::ChannelOffer oa = a.offer_channel({.ring = ring}),
+                           ob = b.offer_channel({.ring = ring});
   const core::ChannelId ab = a.accept_offer(oa, ob.local);
   return {ab, b.accept_offer(ob, oa.local)};
 }

@@ -65,16 +65,20 @@ int main(int argc, char** argv) {
           if (from->poll() < 0 || to->poll() < 0 || std::chrono::steady_clock::now() > deadline)
             throw std::runtime_error("a message did not arrive");
         }
-        if (std::memcmp(d.data, m, sizeof m) != 0) throw std::runtime_error("a message arrived corrupt");
+        if (std::memcmp(d.data, m, sizeof m) != 0)
+          throw std::runtime_error("a message arrived corrupt");
       }
-    for (int i = 0; i < 1000; ++i) (void)a.poll();  // a's last sends completed, b's buffers reposted
+    for (int i = 0; i < 1000; ++i)
+      (void)a.poll();  // a's last sends completed, b's buffers reposted
     for (int i = 0; i < 1000; ++i) (void)b.poll();
     const auto t0 = std::chrono::steady_clock::now();
     const int work = idle_polls(b, FLAGS_polls);
-    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("channels %u (%s): %llu idle polls, %.1f ns each, work %d, rings %u\n", FLAGS_channels,
-                FLAGS_ring ? "ring" : "plain", static_cast<unsigned long long>(FLAGS_polls),
-                ns / static_cast<double>(FLAGS_polls), work, b.rings());
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("channels %u (%s): %llu idle polls, %.1f ns each, work %d, rings %u\n",
+                FLAGS_channels, FLAGS_ring ? "ring" : "plain",
+                static_cast<unsigned long long>(FLAGS_polls), ns / static_cast<double>(FLAGS_polls),
+                work, b.rings());
     return work == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "unet_idle_poll: %s\n", e.what());

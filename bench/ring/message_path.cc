@@ -2,8 +2,8 @@
 // without the idle polls a ping-pong adds (bench/ring/path_instructions.sh runs it under
 // callgrind). Two endpoints of one process, one channel (a ring channel, or --noring a plain
 // one); for each of --count messages, each way in turn:
-//   send_path     the sender's send_inline() (or acquire_buffer + send) and the poll() that posts it
-//   arrive_path   the receiver's one poll() that finds it, called once it has had time to land
+//   send_path     the sender's send_inline() (or acquire_buffer + send) and the poll() that posts
+//   it arrive_path   the receiver's one poll() that finds it, called once it has had time to land
 //   receive_path  receive() and, for a buffer, release()
 // Each phase is one noinline function, so callgrind's inclusive cost per call is the phase's.
 #include <gflags/gflags.h>
@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
       if (d.length != FLAGS_s) throw std::runtime_error("a message arrived with the wrong length");
     }
     std::printf("%llu messages of %u bytes (%s), %llu found late (not on the first poll)\n",
-                static_cast<unsigned long long>(2 * FLAGS_count), FLAGS_s, FLAGS_ring ? "ring" : "plain",
-                static_cast<unsigned long long>(late));
+                static_cast<unsigned long long>(2 * FLAGS_count), FLAGS_s,
+                FLAGS_ring ? "ring" : "plain", static_cast<unsigned long long>(late));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "unet_message_path: %s\n", e.what());

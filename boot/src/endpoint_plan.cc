@@ -15,15 +15,15 @@ namespace unet::boot {
 
 namespace {
 
-constexpr std::uint32_t kMinPosted = 256;     // small jobs keep the examples' old free queue
-constexpr std::uint32_t kRepostSlack = 32;    // core's repost batch, at most
-constexpr std::uint32_t kSendBuffers = 256;   // segment buffers beyond the posted ones
+constexpr std::uint32_t kMinPosted = 256;    // small jobs keep the examples' old free queue
+constexpr std::uint32_t kRepostSlack = 32;   // core's repost batch, at most
+constexpr std::uint32_t kSendBuffers = 256;  // segment buffers beyond the posted ones
 constexpr std::uint32_t kRcBufferBytes = 4096;
-constexpr std::uint32_t kGrhBytes = 64;       // UD: core's GRH slot per buffer
+constexpr std::uint32_t kGrhBytes = 64;  // UD: core's GRH slot per buffer
 constexpr std::uint32_t kSendQueueDepth = 128;
 constexpr std::uint32_t kMinSendQueueDepth = 80;  // uam: twice its reply reserve
 constexpr std::uint32_t kMaxOperations = 256;
-constexpr std::uint32_t kHeadBytes = 64;      // core's per-operation head slot (direct access)
+constexpr std::uint32_t kHeadBytes = 64;  // core's per-operation head slot (direct access)
 static_assert(kMinSendQueueDepth <= kSendQueueDepth);
 
 std::uint32_t per_channel(std::uint32_t w) { return 2 * w + (w + 1) / 2 + 2; }
@@ -72,7 +72,8 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   // The largest credit window up to uam's default whose receive buffers fit the budget.
   std::uint32_t w = uam::CreditWindow::kDefaultWindow;
   auto posted = [&](std::uint32_t win) {
-    return std::max<std::uint64_t>(kMinPosted, std::uint64_t{channels} * per_channel(win) + kRepostSlack);
+    return std::max<std::uint64_t>(kMinPosted,
+                                   std::uint64_t{channels} * per_channel(win) + kRepostSlack);
   };
   while (w > 1 && posted(w) > req.max_posted_buffers) --w;
   if (posted(w) > req.max_posted_buffers)
@@ -82,7 +83,8 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
                 ", over the budget of " + std::to_string(req.max_posted_buffers) + " per rank");
   const auto fq = static_cast<std::uint32_t>(posted(w));
   if (fq > dev.max_recv_wr)
-    throw Error(job + " do not fit: " + std::to_string(fq) + " posted receive buffers per rank, but " +
+    throw Error(job + " do not fit: " + std::to_string(fq) +
+                " posted receive buffers per rank, but " +
                 (dev.name.empty() ? "the device" : dev.name) + " allows " +
                 std::to_string(dev.max_recv_wr) + (rc ? " on a shared receive queue" : " on a QP"));
   // Device-wide objects, one per channel of each rank on the device: RC's QPs, UD's AHs.
@@ -101,7 +103,8 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   if (sqd < kMinSendQueueDepth)
     throw Error(job + " do not fit: the completion queue needs " +
                 std::to_string(fq + std::uint64_t{kMinSendQueueDepth} * lanes) + " entries, but " +
-                (dev.name.empty() ? "the device" : dev.name) + " allows " + std::to_string(dev.max_cqe));
+                (dev.name.empty() ? "the device" : dev.name) + " allows " +
+                std::to_string(dev.max_cqe));
 
   EndpointPlan p;
   core::EndpointConfig& c = p.net;
@@ -124,10 +127,11 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
     // CPUs starve like any thread, and a try that times out while the burst it belongs to is
     // still queued resends it, so the load feeds itself (boot/README.md: Failure). Give a silent
     // QP at least 2 s and 200 ms per rank: 4.096 us x 2^ack_timeout x (retry_count + 1).
-    const std::chrono::nanoseconds want =
-        std::max<std::chrono::nanoseconds>(std::chrono::seconds(2), std::chrono::milliseconds(200) * req.ranks);
+    const std::chrono::nanoseconds want = std::max<std::chrono::nanoseconds>(
+        std::chrono::seconds(2), std::chrono::milliseconds(200) * req.ranks);
     const std::chrono::nanoseconds per_try = want / (c.retry_count + 1);
-    while (c.ack_timeout < 24 && std::chrono::nanoseconds(std::int64_t{4096} << c.ack_timeout) < per_try)
+    while (c.ack_timeout < 24 &&
+           std::chrono::nanoseconds(std::int64_t{4096} << c.ack_timeout) < per_try)
       ++c.ack_timeout;
   }
   if (!rc && patience > std::chrono::milliseconds(800)) {
@@ -149,8 +153,9 @@ EndpointPlan plan_endpoint(const PlanRequest& req, const DeviceFacts& dev) {
   if (req.mode == core::Mode::kDirectAccess)
     p.pinned_bytes += req.max_pinned_bytes + std::size_t{kMaxOperations} * kHeadBytes;
   if (p.pinned_bytes > dev.memlock_bytes)
-    throw Error(job + " do not fit: a rank pins up to " + mib(double(p.pinned_bytes)) + " (segment " +
-                mib(double(p.segment_bytes)) + ", rings " + mib(double(p.ring_bytes)) + "), over RLIMIT_MEMLOCK of " +
+    throw Error(job + " do not fit: a rank pins up to " + mib(double(p.pinned_bytes)) +
+                " (segment " + mib(double(p.segment_bytes)) + ", rings " +
+                mib(double(p.ring_bytes)) + "), over RLIMIT_MEMLOCK of " +
                 mib(double(dev.memlock_bytes)) + " (raise it: ulimit -l)");
   return p;
 }
@@ -184,7 +189,8 @@ EndpointPlan plan_for(Job& job, PlanRequest req) {
     if (const char* g = std::getenv("UNET_GID_INDEX"); g && *g)
       plan.net.gid_index = static_cast<std::uint32_t>(std::strtoul(g, nullptr, 10));
   } catch (const std::exception& e) {
-    verdict = "(node " + job.node() + ", device " + (device.empty() ? "none" : device) + ") " + e.what();
+    verdict =
+        "(node " + job.node() + ", device " + (device.empty() ? "none" : device) + ") " + e.what();
   }
   // Every rank learns every verdict, so all stop alike, before any traffic.
   const std::vector<std::string> all = job.allgather(verdict);

@@ -49,8 +49,7 @@ std::string describe(int status) {
 }
 
 bool exited_ok(int status) {
-  return WIFEXITED(status) &&
-         (WEXITSTATUS(status) == kExitOk || WEXITSTATUS(status) == kExitWrong);
+  return WIFEXITED(status) && (WEXITSTATUS(status) == kExitOk || WEXITSTATUS(status) == kExitWrong);
 }
 
 class Parent {
@@ -100,7 +99,8 @@ class Parent {
     const bool joined = !all([](const Child& c) { return !c.sent; });
     std::string s;
     for (int r = 0; r < size(); ++r)
-      if (joined ? !kids_[r].sent : !kids_[r].reaped) s += (s.empty() ? "" : ", ") + std::to_string(r);
+      if (joined ? !kids_[r].sent : !kids_[r].reaped)
+        s += (s.empty() ? "" : ", ") + std::to_string(r);
     if (s.empty()) return s;
     return joined ? " (collective #" + std::to_string(seq_ + 1) + " waits for rank " + s + ")"
                   : " (still running: rank " + s + ")";
@@ -133,9 +133,9 @@ class Parent {
       }
       if (c.in.size() - nl - 1 < h.bytes) return true;  // the body is not all in yet
       if (c.sent || h.seq != seq_ + 1 || (h.op != "gather" && h.op != "alltoall"))
-        return fail("rank " + std::to_string(r) + " sent '" + h.op + " " +
-                    std::to_string(h.seq) + "' out of turn (collective #" +
-                    std::to_string(seq_ + 1) + " is being gathered)");
+        return fail("rank " + std::to_string(r) + " sent '" + h.op + " " + std::to_string(h.seq) +
+                    "' out of turn (collective #" + std::to_string(seq_ + 1) +
+                    " is being gathered)");
       c.sent = true;
       c.op = h.op;
       c.body = c.in.substr(nl + 1, h.bytes);
@@ -150,8 +150,8 @@ class Parent {
     const std::string& op = kids_[0].op;
     for (int r = 1; r < size(); ++r)
       if (kids_[r].op != op)
-        return fail("collective #" + std::to_string(seq_) + ": rank 0 called " + op +
-                    " but rank " + std::to_string(r) + " called " + kids_[r].op);
+        return fail("collective #" + std::to_string(seq_) + ": rank 0 called " + op + " but rank " +
+                    std::to_string(r) + " called " + kids_[r].op);
     std::vector<std::string> parts(kids_.size());
     std::vector<std::vector<std::string>> lists;
     if (op == "gather") {

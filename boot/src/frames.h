@@ -14,8 +14,8 @@
 
 namespace unet::boot::detail {
 
-inline constexpr std::size_t kMaxHeader = 64;         // one header line
-inline constexpr std::size_t kMaxBody = 256u << 20;   // one body: far above any set-up data
+inline constexpr std::size_t kMaxHeader = 64;        // one header line
+inline constexpr std::size_t kMaxBody = 256u << 20;  // one body: far above any set-up data
 
 std::string encode_list(const std::vector<std::string>& entries);
 // Throws Error when `bytes` is not a list of exactly `count` entries.

@@ -8,8 +8,9 @@ bool have_pmix() noexcept { return false; }
 std::unique_ptr<Job> join_pmix(std::chrono::milliseconds) {
   throw Error(std::string("this unet was built without PMIx (UNET_PMIX=OFF, or libpmix-dev was "
                           "missing)") +
-              (started_by_pmix() ? ", but a PMIx launcher started this process"
-                                 : ": start the program without --launcher pmix to fork its ranks"));
+              (started_by_pmix()
+                   ? ", but a PMIx launcher started this process"
+                   : ": start the program without --launcher pmix to fork its ranks"));
 }
 
 }  // namespace unet::boot

@@ -28,15 +28,32 @@ std::string text(pmix_status_t rc) { return PMIx_Error_string(rc); }
 // PMIx's numbers come in whichever integer type the server chose.
 bool as_number(const pmix_value_t& v, std::uint64_t& out) {
   switch (v.type) {
-    case PMIX_UINT8: out = v.data.uint8; return true;
-    case PMIX_UINT16: out = v.data.uint16; return true;
-    case PMIX_UINT32: out = v.data.uint32; return true;
-    case PMIX_UINT64: out = v.data.uint64; return true;
-    case PMIX_SIZE: out = v.data.size; return true;
-    case PMIX_INT: out = static_cast<std::uint64_t>(v.data.integer); return v.data.integer >= 0;
-    case PMIX_INT32: out = static_cast<std::uint64_t>(v.data.int32); return v.data.int32 >= 0;
-    case PMIX_PROC_RANK: out = v.data.rank; return true;
-    default: return false;
+    case PMIX_UINT8:
+      out = v.data.uint8;
+      return true;
+    case PMIX_UINT16:
+      out = v.data.uint16;
+      return true;
+    case PMIX_UINT32:
+      out = v.data.uint32;
+      return true;
+    case PMIX_UINT64:
+      out = v.data.uint64;
+      return true;
+    case PMIX_SIZE:
+      out = v.data.size;
+      return true;
+    case PMIX_INT:
+      out = static_cast<std::uint64_t>(v.data.integer);
+      return v.data.integer >= 0;
+    case PMIX_INT32:
+      out = static_cast<std::uint64_t>(v.data.int32);
+      return v.data.int32 >= 0;
+    case PMIX_PROC_RANK:
+      out = v.data.rank;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -95,8 +112,8 @@ class PmixJob final : public Job {
       return;
     }
     auto f = std::make_unique<PendingFence>(timeout());
-    if (pmix_status_t rc = PMIx_Fence_nb(&all_, 1, f->infos.info, f->infos.n,
-                                         &PendingFence::callback, f.get());
+    if (pmix_status_t rc =
+            PMIx_Fence_nb(&all_, 1, f->infos.info, f->infos.n, &PendingFence::callback, f.get());
         rc != PMIX_SUCCESS)
       fail("PMIx_Fence_nb", rc, what);
     const auto deadline = Clock::now() + timeout();
@@ -181,7 +198,9 @@ class PmixJob final : public Job {
     const bool bytes = v->type == PMIX_BYTE_OBJECT;
     if (bytes && v->data.bo.size > 0) out.assign(v->data.bo.bytes, v->data.bo.size);
     PMIX_VALUE_RELEASE(v);
-    if (!bytes) throw Error("PMIx_Get (" + what + "): rank " + std::to_string(from) + "'s " + key + " is not bytes");
+    if (!bytes)
+      throw Error("PMIx_Get (" + what + "): rank " + std::to_string(from) + "'s " + key +
+                  " is not bytes");
     return out;
   }
 
@@ -237,7 +256,8 @@ std::unique_ptr<Job> join_pmix(std::chrono::milliseconds timeout) {
     const auto size = number(all, PMIX_JOB_SIZE, 0, true);
     const auto local_rank = number(me, PMIX_LOCAL_RANK, me.rank, false);
     const auto local_size = number(all, PMIX_LOCAL_SIZE, size, false);
-    if (size == 0 || me.rank >= size) throw Error("PMIx: rank " + std::to_string(me.rank) + " of a job of " + std::to_string(size));
+    if (size == 0 || me.rank >= size)
+      throw Error("PMIx: rank " + std::to_string(me.rank) + " of a job of " + std::to_string(size));
     return std::make_unique<PmixJob>(me, static_cast<int>(size), static_cast<int>(local_rank),
                                      static_cast<int>(local_size), host(me), timeout);
   } catch (...) {

@@ -42,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::abort();
   }
   if (s == ring::Slot::kMessage && ring::length_of(head) == 0) std::abort();
-  if (s == ring::Slot::kMessage && ring::wire_bytes(ring::length_of(head), ring::imm_of(head)) > slot_bytes)
+  if (s == ring::Slot::kMessage &&
+      ring::wire_bytes(ring::length_of(head), ring::imm_of(head)) > slot_bytes)
     std::abort();
 
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -69,7 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::memcpy(priv.get(), data, size);
   ring::Grant grant{{3, 5}, 9, 11};
   if (ring::decode_grant(std::span<const std::byte>(priv.get(), size), grant)) {
-    if (grant.geometry.slots != 0 && (!ring::valid(grant.geometry) || grant.addr == 0)) std::abort();
+    if (grant.geometry.slots != 0 && (!ring::valid(grant.geometry) || grant.addr == 0))
+      std::abort();
     if (grant.geometry.slots == 0 && (grant.addr != 0 || grant.rkey != 0)) std::abort();
   } else if (grant.geometry.slots != 3 || grant.addr != 9 || grant.rkey != 11) {
     std::abort();

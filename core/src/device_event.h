@@ -19,7 +19,7 @@ enum class DeviceAction : std::uint8_t {
   kFailEndpoint,    // our CQ or the device is unusable: everything fails, poll() returns -1
   kPortDown,
   kPortUp,
-  kCheckGid,        // our port's GID table changed: is our GID still there?
+  kCheckGid,  // our port's GID table changed: is our GID still there?
 };
 
 // What this endpoint knows about itself.
@@ -34,18 +34,25 @@ struct DeviceFacts {
 constexpr DeviceAction action_for(const verbs::AsyncEvent& e, const DeviceFacts& f) noexcept {
   using K = verbs::AsyncKind;
   switch (e.kind) {
-    case K::kCqError: return e.cq == f.cq ? DeviceAction::kFailEndpoint : DeviceAction::kNone;
-    case K::kDeviceFatal: return DeviceAction::kFailEndpoint;
+    case K::kCqError:
+      return e.cq == f.cq ? DeviceAction::kFailEndpoint : DeviceAction::kNone;
+    case K::kDeviceFatal:
+      return DeviceAction::kFailEndpoint;
     case K::kQpFatal:
     case K::kQpRequestError:
     case K::kQpAccessError:
       if (f.ud) return e.qp_num == f.ud_qpn ? DeviceAction::kRecoverUd : DeviceAction::kNone;
       return DeviceAction::kFailChannel;
-    case K::kSrqError: return !f.ud && e.srq == f.srq ? DeviceAction::kFailRcChannels : DeviceAction::kNone;
-    case K::kPortError: return e.port == f.port ? DeviceAction::kPortDown : DeviceAction::kNone;
-    case K::kPortActive: return e.port == f.port ? DeviceAction::kPortUp : DeviceAction::kNone;
-    case K::kGidChange: return e.port == f.port ? DeviceAction::kCheckGid : DeviceAction::kNone;
-    default: return DeviceAction::kNone;
+    case K::kSrqError:
+      return !f.ud && e.srq == f.srq ? DeviceAction::kFailRcChannels : DeviceAction::kNone;
+    case K::kPortError:
+      return e.port == f.port ? DeviceAction::kPortDown : DeviceAction::kNone;
+    case K::kPortActive:
+      return e.port == f.port ? DeviceAction::kPortUp : DeviceAction::kNone;
+    case K::kGidChange:
+      return e.port == f.port ? DeviceAction::kCheckGid : DeviceAction::kNone;
+    default:
+      return DeviceAction::kNone;
   }
 }
 

@@ -9,8 +9,8 @@ namespace unet::core {
 
 ChannelId EmulatedEndpoint::open_channel(ChannelId via, EmulatedId remote) {
   if (mux_->real().channel_status(via) != Status::kOk)
-    verbs::throw_error("EmulatedEndpoint::open_channel", "emulated endpoint " + std::to_string(id_), EINVAL,
-                       "real channel " + std::to_string(via) + " is not open");
+    verbs::throw_error("EmulatedEndpoint::open_channel", "emulated endpoint " + std::to_string(id_),
+                       EINVAL, "real channel " + std::to_string(via) + " is not open");
   channels_.push_back({via, remote});
   return static_cast<ChannelId>(channels_.size() - 1);
 }
@@ -20,9 +20,13 @@ Status EmulatedEndpoint::send_inline(ChannelId ch, std::span<const std::byte> pa
   return mux_->real().send_inline(channels_[ch].via, payload, imm(channels_[ch]));
 }
 
-Status EmulatedEndpoint::acquire_buffer(BufferId& out) noexcept { return mux_->real().acquire_buffer(out); }
+Status EmulatedEndpoint::acquire_buffer(BufferId& out) noexcept {
+  return mux_->real().acquire_buffer(out);
+}
 
-std::span<std::byte> EmulatedEndpoint::buffer(BufferId b) noexcept { return mux_->real().buffer(b); }
+std::span<std::byte> EmulatedEndpoint::buffer(BufferId b) noexcept {
+  return mux_->real().buffer(b);
+}
 
 Status EmulatedEndpoint::send(ChannelId ch, BufferId b, std::uint32_t length) noexcept {
   if (ch >= channels_.size()) return Status::kNotFound;
@@ -35,13 +39,16 @@ Status EmulatedEndpoint::receive(Descriptor& out) noexcept {
 
 Status EmulatedEndpoint::release(BufferId b) noexcept { return mux_->real().release(b); }
 
-EndpointMux::EndpointMux(Endpoint& real, std::uint32_t queue_depth) : real_(real), queue_depth_(queue_depth) {}
+EndpointMux::EndpointMux(Endpoint& real, std::uint32_t queue_depth)
+    : real_(real), queue_depth_(queue_depth) {}
 
 EmulatedEndpoint& EndpointMux::create() {
   if (endpoints_.size() > UINT16_MAX)
-    verbs::throw_error("EndpointMux::create", "endpoint mux", ENOSPC, "65536 emulated endpoints at most");
+    verbs::throw_error("EndpointMux::create", "endpoint mux", ENOSPC,
+                       "65536 emulated endpoints at most");
   auto id = static_cast<EmulatedId>(endpoints_.size());
-  endpoints_.push_back(std::unique_ptr<EmulatedEndpoint>(new EmulatedEndpoint(*this, id, queue_depth_)));
+  endpoints_.push_back(
+      std::unique_ptr<EmulatedEndpoint>(new EmulatedEndpoint(*this, id, queue_depth_)));
   return *endpoints_.back();
 }
 

@@ -19,17 +19,21 @@ namespace {
 EndpointConfig checked(EndpointConfig c) {
   if (c.buffers == 0 || c.buffer_bytes == 0 || c.send_queue_depth == 0 || c.recv_queue_depth == 0 ||
       c.max_channels == 0 || c.signal_interval == 0 || c.max_reads == 0)
-    verbs::throw_error("Endpoint", "config", EINVAL, "sizes, depths and max_reads must be positive");
+    verbs::throw_error("Endpoint", "config", EINVAL,
+                       "sizes, depths and max_reads must be positive");
   if (c.service_level > 15)
     verbs::throw_error("Endpoint", "config", EINVAL, "service_level must be 0..15");
   if (c.free_queue_depth == 0 || c.free_queue_depth >= c.buffers)
     verbs::throw_error("Endpoint", "config", EINVAL,
                        "free_queue_depth must be at least 1 and leave buffers to send from");
-  if (c.mode == Mode::kDirectAccess && (c.max_operations == 0 || c.max_grants == 0 || c.max_pinned_bytes == 0))
-    verbs::throw_error("Endpoint", "config", EINVAL, "direct-access needs operations, grants and pinned bytes");
+  if (c.mode == Mode::kDirectAccess &&
+      (c.max_operations == 0 || c.max_grants == 0 || c.max_pinned_bytes == 0))
+    verbs::throw_error("Endpoint", "config", EINVAL,
+                       "direct-access needs operations, grants and pinned bytes");
   if (c.ring_slots != 0 && !ring::valid({c.ring_slots, c.ring_slot_bytes}))
     verbs::throw_error("Endpoint", "config", EINVAL,
-                       "ring_slots must be a power of two in 2..16384 and ring_slot_bytes a multiple of 8 in 32..32768");
+                       "ring_slots must be a power of two in 2..16384 and ring_slot_bytes a "
+                       "multiple of 8 in 32..32768");
   return c;
 }
 
@@ -93,7 +97,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
   ibv_qp_type qpt = ud ? IBV_QPT_UD : IBV_QPT_RC;
   const std::uint32_t device_inline = v_->ctx->max_inline_data(qpt);
   inline_threshold_ = std::min<std::uint32_t>({config_.inline_threshold,
-                                               static_cast<std::uint32_t>(Descriptor::kInlineBytes), device_inline});
+                                               static_cast<std::uint32_t>(Descriptor::kInlineBytes),
+                                               device_inline});
   inline_post_limit_ = std::min(config_.inline_post_limit, device_inline);
   max_message_ = ud ? std::min(config_.buffer_bytes, port.active_mtu) : config_.buffer_bytes;
   port_active_ = port.active;
@@ -134,7 +139,8 @@ Endpoint::Endpoint(const EndpointConfig& config)
     v_->ops.resize(config_.max_operations);
     const std::size_t head_bytes = std::size_t{config_.max_operations} * kMaxSendHead;
     v_->heads = std::make_unique<std::byte[]>(head_bytes);
-    v_->heads_mr = std::make_unique<verbs::MemoryRegion>(v_->pd, v_->heads.get(), head_bytes, IBV_ACCESS_LOCAL_WRITE);
+    v_->heads_mr = std::make_unique<verbs::MemoryRegion>(v_->pd, v_->heads.get(), head_bytes,
+                                                         IBV_ACCESS_LOCAL_WRITE);
     v_->free_ops = std::make_unique<DescriptorRing<std::uint32_t>>(config_.max_operations);
     for (std::uint32_t i = 0; i < config_.max_operations; ++i) (void)v_->free_ops->push(i);
     v_->grants.resize(config_.max_grants);
@@ -191,8 +197,10 @@ ChannelOffer Endpoint::offer_channel(const ChannelOptions& options) {
   } else {
     local = v_->ud_qp->local_info(v_->path);
   }
-  ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size()), offer_nonce_};
-  if (config_.transport == Transport::kRc && options.ring && make_ring(*ch)) offer_ring(*ch, offer.local);
+  ChannelOffer offer{verbs::encode(local), static_cast<std::uint32_t>(channels_.size()),
+                     offer_nonce_};
+  if (config_.transport == Transport::kRc && options.ring && make_ring(*ch))
+    offer_ring(*ch, offer.local);
   offer.local.insert(offer.local.size() - 1, offer::encode_buffer_field(config_.buffer_bytes));
   channels_.push_back(std::move(ch));
   return offer;
@@ -210,7 +218,8 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     verbs::throw_error("accept_offer", "endpoint", EPROTO, "malformed channel offer");
   Channel& ch = *channels_[offer.slot];
   ChannelId id = offer.slot;
-  ch.max_message = offer::channel_limit(max_message_, config_.transport == Transport::kUd, remote.mtu, peer_buffer);
+  ch.max_message = offer::channel_limit(max_message_, config_.transport == Transport::kUd,
+                                        remote.mtu, peer_buffer);
   if (config_.transport == Transport::kRc) {
     ch.qp->connect(local, remote, v_->path);
     // A ring channel when both offers carry a ring; else our ring goes now.
@@ -238,13 +247,15 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
     ch.lane = 0;
     ch.peer = UdTag{remote.qpn, remote.gid};
     if (v_->tags.add(ch.peer, id) != Status::kOk)
-      verbs::throw_error("accept_offer", "endpoint", EEXIST, "a channel to this peer QP exists already");
+      verbs::throw_error("accept_offer", "endpoint", EEXIST,
+                         "a channel to this peer QP exists already");
     // On InfiniBand the peer's packets may come without a GRH: its LID names it then.
     ch.peer_lid = remote.lid;
     if (const UdTag by_lid = lid_tag(v_->link, ch.peer.qpn, remote.lid);
         by_lid.qpn != 0 && v_->tags.add(by_lid, id) != Status::kOk) {
       (void)v_->tags.remove(ch.peer);
-      verbs::throw_error("accept_offer", "endpoint", EEXIST, "a channel to this peer QP exists already");
+      verbs::throw_error("accept_offer", "endpoint", EEXIST,
+                         "a channel to this peer QP exists already");
     }
   }
   ch.state = Channel::State::kOpen;
@@ -254,7 +265,8 @@ ChannelId Endpoint::accept_offer(const ChannelOffer& offer, std::string_view pee
 Status Endpoint::close_channel(ChannelId id) noexcept {
   if (id >= channels_.size()) return Status::kNotFound;
   Channel& ch = *channels_[id];
-  if (ch.state != Channel::State::kOpen && ch.state != Channel::State::kFailed) return Status::kClosed;
+  if (ch.state != Channel::State::kOpen && ch.state != Channel::State::kFailed)
+    return Status::kClosed;
   ch.state = Channel::State::kClosed;
   last_rc_qpn_ = 0;  // forget the remembered tag
   if (verbs::QueuePair* qp = ch.rc_qp()) {
@@ -298,10 +310,12 @@ verbs::QpConfig Endpoint::rc_qp_config() const {
   qc.send_cq = v_->cq;
   qc.srq = v_->srq;
   qc.max_send_wr = config_.send_queue_depth;
-  qc.max_send_sge = 3;  // a zero-copy send's head slot + payload; a ring write's head, payload, tail
+  qc.max_send_sge =
+      3;  // a zero-copy send's head slot + payload; a ring write's head, payload, tail
   // Ring writes go inline as the same payload's SEND would, with their head and tail.
   const std::uint32_t ring_inline =
-      config_.ring_slots ? ring::wire_bytes(std::max(inline_threshold_, inline_post_limit_), true) : 0;
+      config_.ring_slots ? ring::wire_bytes(std::max(inline_threshold_, inline_post_limit_), true)
+                         : 0;
   qc.max_inline_data = std::max({inline_threshold_, inline_post_limit_, ring_inline});
   return qc;
 }
@@ -316,7 +330,8 @@ void Endpoint::refuse_cm_service_level(const char* op) const {
 }
 
 std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) {
-  if (config_.transport != Transport::kRc) verbs::throw_error("listen_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
+  if (config_.transport != Transport::kRc)
+    verbs::throw_error("listen_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
   refuse_cm_service_level("listen_cm");
   v_->listener = std::make_unique<verbs::CmListener>(address, port);
   return v_->listener->port();
@@ -324,16 +339,20 @@ std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) 
 
 ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout, const ChannelOptions& options) {
   if (!v_->listener) verbs::throw_error("accept_cm", "endpoint", EINVAL, "listen_cm() first");
-  if (channels_.size() >= config_.max_channels) verbs::throw_error("accept_cm", "endpoint", ENOSPC, "max_channels reached");
-  return open_cm(timeout, options,
-                 [&](const verbs::CmParams& p) { return v_->listener->accept(v_->pd, rc_qp_config(), p); });
+  if (channels_.size() >= config_.max_channels)
+    verbs::throw_error("accept_cm", "endpoint", ENOSPC, "max_channels reached");
+  return open_cm(timeout, options, [&](const verbs::CmParams& p) {
+    return v_->listener->accept(v_->pd, rc_qp_config(), p);
+  });
 }
 
-ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
-                               const ChannelOptions& options) {
-  if (config_.transport != Transport::kRc) verbs::throw_error("connect_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
+ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port,
+                               std::chrono::milliseconds timeout, const ChannelOptions& options) {
+  if (config_.transport != Transport::kRc)
+    verbs::throw_error("connect_cm", "endpoint", ENOTSUP, "rdma_cm channels are RC");
   refuse_cm_service_level("connect_cm");
-  if (channels_.size() >= config_.max_channels) verbs::throw_error("connect_cm", "endpoint", ENOSPC, "max_channels reached");
+  if (channels_.size() >= config_.max_channels)
+    verbs::throw_error("connect_cm", "endpoint", ENOSPC, "max_channels reached");
   return open_cm(timeout, options, [&](const verbs::CmParams& p) {
     return verbs::cm_connect(address, port, v_->pd, rc_qp_config(), p);
   });

@@ -21,7 +21,8 @@ std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
 UNET_ALWAYS_INLINE Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
   if (Status s = channel_status(ch); s != Status::kOk) return s;
-  if (!buffers_.valid(b) || length == 0 || length > channels_[ch]->max_message) return Status::kInvalidArgument;
+  if (!buffers_.valid(b) || length == 0 || length > channels_[ch]->max_message)
+    return Status::kInvalidArgument;
   if (buffers_.owner(b) != BufferOwner::kApplication) return Status::kInvalidState;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
@@ -49,7 +50,8 @@ Status Endpoint::probe(ChannelId ch) noexcept {
 UNET_ALWAYS_INLINE Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
   if (Status s = channel_status(ch); s != Status::kOk) return s;
-  if (payload.empty() || payload.size() > inline_threshold_ || payload.size() > channels_[ch]->max_message)
+  if (payload.empty() || payload.size() > inline_threshold_ ||
+      payload.size() > channels_[ch]->max_message)
     return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
@@ -67,12 +69,14 @@ Status Endpoint::send(ChannelId ch, BufferId b, std::uint32_t length, std::uint3
 Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload) noexcept {
   return push_inline(ch, payload, 0, 0);
 }
-Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload, std::uint32_t imm) noexcept {
+Status Endpoint::send_inline(ChannelId ch, std::span<const std::byte> payload,
+                             std::uint32_t imm) noexcept {
   return push_inline(ch, payload, Descriptor::kImm, imm);
 }
 
 int Endpoint::poll() noexcept {
-  if (device_failed_) [[unlikely]] return -1;
+  if (device_failed_) [[unlikely]]
+    return -1;
   // UD: a QP that failed is brought back first (endpoint_recover.cc).
   int recovered = 0;
   if (ud_failed()) [[unlikely]] {
@@ -121,7 +125,9 @@ int Endpoint::flush() noexcept { return send_queue_.empty() ? 0 : post_pending_s
 bool Endpoint::ud_failed() const noexcept { return ud_ && lanes_[0]->failed; }
 
 std::uint32_t Endpoint::max_message(ChannelId id) const noexcept {
-  return id < channels_.size() && channels_[id]->state == Channel::State::kOpen ? channels_[id]->max_message : 0;
+  return id < channels_.size() && channels_[id]->state == Channel::State::kOpen
+             ? channels_[id]->max_message
+             : 0;
 }
 
 Status Endpoint::channel_status(ChannelId id) const noexcept {
@@ -152,8 +158,8 @@ UNET_ALWAYS_INLINE void Endpoint::build_wr(const Descriptor& d, Channel& ch,
     s = {op.local, op.length, op.lkey};
     if (op.copied) w.send_flags = IBV_SEND_INLINE;
     if (op.head_length) {  // the head slot first, then the payload
-      s = {reinterpret_cast<std::uint64_t>(v.heads.get() + std::size_t{d.buffer} * kMaxSendHead), op.head_length,
-           v.heads_mr->lkey()};
+      s = {reinterpret_cast<std::uint64_t>(v.heads.get() + std::size_t{d.buffer} * kMaxSendHead),
+           op.head_length, v.heads_mr->lkey()};
       v.ssge[n][1] = {op.local, op.length, op.lkey};
       w.num_sge = 2;
     }
@@ -166,8 +172,9 @@ UNET_ALWAYS_INLINE void Endpoint::build_wr(const Descriptor& d, Channel& ch,
     s = {reinterpret_cast<std::uint64_t>(d.data), d.length, 0};
     w.send_flags = IBV_SEND_INLINE;
   } else {
-    s = {reinterpret_cast<std::uint64_t>(segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes), d.length,
-         v.mr->lkey()};
+    s = {reinterpret_cast<std::uint64_t>(segment_.get() +
+                                         std::size_t{d.buffer} * config_.buffer_bytes),
+         d.length, v.mr->lkey()};
     if (d.length <= inline_post_limit_) w.send_flags = IBV_SEND_INLINE;  // copied at post
   }
   if (d.flags & Descriptor::kImm) {
@@ -206,7 +213,8 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
     if (!(d.flags & (Descriptor::kOp | Descriptor::kProbe)) && d.channel < channels_.size()) {
       Channel& c = *channels_[d.channel];
       Lane& lane = *lanes_[c.lane];
-      if (c.ring && c.state == Channel::State::kOpen && !lane.failed && lane.in_flight() < lane.depth &&
+      if (c.ring && c.state == Channel::State::kOpen && !lane.failed &&
+          lane.in_flight() < lane.depth &&
           (d.is_inline() || (d.length <= c.ring->fit_inline && d.length <= inline_post_limit_)))
         return post_lone(d, c, lane);
     }
@@ -352,7 +360,8 @@ void Endpoint::retire_one(Lane& lane, Status status) noexcept {
 void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept {
   if (!seq_le(lane.oldest, seq)) return;  // retired already
   std::uint32_t n = std::min(seq - lane.oldest + 1, lane.in_flight());
-  if (lane.holding == 0 && status == Status::kOk) {  // sends that held nothing: counting them is all
+  if (lane.holding == 0 &&
+      status == Status::kOk) {  // sends that held nothing: counting them is all
     lane.oldest += n;
     return;
   }
@@ -426,7 +435,8 @@ UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
   if (wc.status == IBV_WC_SUCCESS) {
     if (config_.transport == Transport::kUd) {
       const auto* grh = reinterpret_cast<const std::uint8_t*>(
-          segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes + std::size_t{b} * kGrhSlot);
+          segment_.get() + std::size_t{config_.buffers} * config_.buffer_bytes +
+          std::size_t{b} * kGrhSlot);
       const std::optional<verbs::Gid> from =
           verbs::ud_source((wc.wc_flags & IBV_WC_GRH) != 0, v_->link, wc.slid, grh);
       if (from) [[likely]] {
@@ -435,7 +445,9 @@ UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
         no_source = true;
         ++stats_.no_grh_drops;
       }
-      len = wc.byte_len >= verbs::kGrhBytes ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes) : 0;
+      len = wc.byte_len >= verbs::kGrhBytes
+                ? wc.byte_len - static_cast<std::uint32_t>(verbs::kGrhBytes)
+                : 0;
     } else {
       if (wc.qp_num != last_rc_qpn_) {  // a run of arrivals on one QP looks its tag up once
         last_rc_qpn_ = wc.qp_num;
@@ -472,7 +484,8 @@ UNET_ALWAYS_INLINE void Endpoint::arrived(std::size_t i) noexcept {
 }
 
 // With an upcall the descriptor lives here, not in the receive queue.
-void Endpoint::arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool imm, std::uint32_t imm_value) noexcept {
+void Endpoint::arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool imm,
+                              std::uint32_t imm_value) noexcept {
   Descriptor up;
   describe_arrival(up, ch, b, len, imm, imm_value);
   ++stats_.upcalls;
@@ -538,7 +551,8 @@ int Endpoint::repost_free_buffers() noexcept {
       ibv_sge* s = v_->rsge[i];
       w.wr_id = b;
       w.next = i + 1 < n ? &v_->rwr[i + 1] : nullptr;
-      const auto buf = reinterpret_cast<std::uint64_t>(data + std::size_t{b} * config_.buffer_bytes);
+      const auto buf =
+          reinterpret_cast<std::uint64_t>(data + std::size_t{b} * config_.buffer_bytes);
       if (ud) {
         s[0].addr = reinterpret_cast<std::uint64_t>(grh + std::size_t{b} * kGrhSlot);
         s[1].addr = buf;
@@ -596,15 +610,16 @@ UNET_ALWAYS_INLINE bool Endpoint::ring_route(const Descriptor& d, RingChannel& r
 // cost the provider more than the copy. A larger buffer's is gathered between the head and tail of
 // the lane's staging entry (inline as a SEND of it would be). The head piggybacks what our own
 // ring has freed.
-UNET_ALWAYS_INLINE void Endpoint::build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n,
-                                                std::uint32_t lane_seq) noexcept {
+UNET_ALWAYS_INLINE void Endpoint::build_ring_wr(const Descriptor& d, RingChannel& r,
+                                                std::uint32_t n, std::uint32_t lane_seq) noexcept {
   Verbs& v = *v_;
   ibv_send_wr& w = v.swr[n];
   ibv_sge* sge = v.ssge[n];
   const std::uint32_t seq = r.tx.take();
   const bool imm = d.flags & Descriptor::kImm;
-  const std::uint64_t head = ring::head_word({static_cast<std::uint16_t>(seq), static_cast<std::uint16_t>(d.length),
-                                              imm, r.fallbacks_sent, static_cast<std::uint16_t>(r.rx.freed())});
+  const std::uint64_t head =
+      ring::head_word({static_cast<std::uint16_t>(seq), static_cast<std::uint16_t>(d.length), imm,
+                       r.fallbacks_sent, static_cast<std::uint16_t>(r.rx.freed())});
   r.rx.reported();
   const std::uint32_t off = ring::payload_offset(imm), body = ring::pad8(d.length);
   w.next = nullptr;
@@ -615,25 +630,28 @@ UNET_ALWAYS_INLINE void Endpoint::build_ring_wr(const Descriptor& d, RingChannel
     std::byte* img = v.ring_image[n];
     const std::uint64_t imm_word = d.imm;
     std::memcpy(img, &head, 8);
-    std::memcpy(img + 8, &imm_word, 8);  // the imm word (the payload's place without imm)
+    std::memcpy(img + 8, &imm_word, 8);       // the imm word (the payload's place without imm)
     std::memset(img + off + body - 8, 0, 8);  // the payload's padding
     if (d.is_inline())
       copy_small(img + off, d.data, d.length);
     else
-      std::memcpy(img + off, segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes, d.length);
+      std::memcpy(img + off, segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes,
+                  d.length);
     std::memcpy(img + off + body, &head, 8);
     sge[0] = {reinterpret_cast<std::uint64_t>(img), off + body + ring::kTailBytes, 0};
     w.num_sge = 1;
     w.send_flags = IBV_SEND_INLINE;
   } else {
     // The staging entry: head, imm word, zeros, tail; the payload's padding comes from the zeros.
-    auto* e = reinterpret_cast<std::uint64_t*>(r.staging + std::size_t{lane_seq & r.staging_mask} * 32);
+    auto* e =
+        reinterpret_cast<std::uint64_t*>(r.staging + std::size_t{lane_seq & r.staging_mask} * 32);
     e[0] = head;
     e[1] = d.imm;
     e[3] = head;
     const std::uint32_t pad = body - d.length, lkey = r.local_mr->lkey();
     sge[0] = {reinterpret_cast<std::uint64_t>(e), off, lkey};
-    sge[1] = {reinterpret_cast<std::uint64_t>(segment_.get() + std::size_t{d.buffer} * config_.buffer_bytes),
+    sge[1] = {reinterpret_cast<std::uint64_t>(segment_.get() +
+                                              std::size_t{d.buffer} * config_.buffer_bytes),
               d.length, v.mr->lkey()};
     sge[2] = {reinterpret_cast<std::uint64_t>(e + 3) - pad, ring::kTailBytes + pad, lkey};
     w.num_sge = 3;
@@ -648,18 +666,23 @@ UNET_ALWAYS_INLINE int Endpoint::poll_rings() noexcept {
   const std::size_t n = heads_.size();
   const std::uint64_t* const* h = heads_.data();
   if (n <= 1)  // none, or the one ring of a single channel: its head decides
-    return n == 1 && load_word(*h[0], std::memory_order_relaxed) != 0 ? take_ring(*polled_[0], kBatch) : 0;
+    return n == 1 && load_word(*h[0], std::memory_order_relaxed) != 0
+               ? take_ring(*polled_[0], kBatch)
+               : 0;
   std::uint64_t any = 0;
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4)
-    any |= load_word(*h[i], std::memory_order_relaxed) | load_word(*h[i + 1], std::memory_order_relaxed) |
-           load_word(*h[i + 2], std::memory_order_relaxed) | load_word(*h[i + 3], std::memory_order_relaxed);
+    any |= load_word(*h[i], std::memory_order_relaxed) |
+           load_word(*h[i + 1], std::memory_order_relaxed) |
+           load_word(*h[i + 2], std::memory_order_relaxed) |
+           load_word(*h[i + 3], std::memory_order_relaxed);
   for (; i < n; ++i) any |= load_word(*h[i], std::memory_order_relaxed);
   if (any == 0) [[likely]]
     return 0;
   int found = 0;
   for (i = 0; i < heads_.size(); ++i)  // an upcall may close a channel and shrink the set
-    if (load_word(*heads_[i], std::memory_order_relaxed) != 0) found += take_ring(*polled_[i], kBatch);
+    if (load_word(*heads_[i], std::memory_order_relaxed) != 0)
+      found += take_ring(*polled_[i], kBatch);
   return found;
 }
 
@@ -691,7 +714,9 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
     ++r.arrived;
     d->channel = r.channel;
     d->length = len;
-    d->imm = imm ? static_cast<std::uint32_t>(ring::load_word(slot + ring::kHeadBytes, std::memory_order_relaxed)) : 0;
+    d->imm = imm ? static_cast<std::uint32_t>(
+                       ring::load_word(slot + ring::kHeadBytes, std::memory_order_relaxed))
+                 : 0;
     if (len <= inline_threshold_) {  // copied, and the slot zeroed and free again at once
       copy_small(d->data, slot + ring::payload_offset(imm), len);
       d->flags = imm ? Descriptor::kInline | Descriptor::kImm : Descriptor::kInline;

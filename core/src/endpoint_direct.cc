@@ -11,7 +11,8 @@ namespace unet::core {
 
 Status Endpoint::grant(void* addr, std::size_t len, unsigned access, RemoteToken& out) noexcept {
   if (config_.mode != Mode::kDirectAccess) return Status::kInvalidState;
-  if (!addr || len == 0 || access == 0 || (access & ~(kRemoteRead | kRemoteWrite))) return Status::kInvalidArgument;
+  if (!addr || len == 0 || access == 0 || (access & ~(kRemoteRead | kRemoteWrite)))
+    return Status::kInvalidArgument;
   auto& grants = v_->grants;
   std::uint32_t id = 0;
   while (id < grants.size() && grants[id]) ++id;
@@ -23,7 +24,8 @@ Status Endpoint::grant(void* addr, std::size_t len, unsigned access, RemoteToken
     // bounds. (rxe does not bound type-2 memory-window accesses by the window, only by the MR.)
     grants[id] = std::make_unique<verbs::MemoryRegion>(v_->pd, addr, len, flags);
   } catch (const verbs::Error& e) {
-    return e.error_number() == ENOMEM || e.error_number() == EPERM ? Status::kNoResource : Status::kDeviceError;
+    return e.error_number() == ENOMEM || e.error_number() == EPERM ? Status::kNoResource
+                                                                   : Status::kDeviceError;
   }
   out = {reinterpret_cast<std::uint64_t>(addr), len, grants[id]->rkey(), id};
   return Status::kOk;
@@ -46,11 +48,13 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   if (!local || len == 0) return Status::kInvalidArgument;
   if (kind == OpKind::kSend) {
     // In 64 bits: head and payload together, however small max_message() is.
-    if (head.size() > kMaxSendHead || head.size() + len > channels_[ch]->max_message) return Status::kInvalidArgument;
+    if (head.size() > kMaxSendHead || head.size() + len > channels_[ch]->max_message)
+      return Status::kInvalidArgument;
   } else {
     if (config_.transport != Transport::kRc) return Status::kInvalidState;  // one-sided needs RC
     // Refuse what cannot be inside the window (the peer's device would refuse it anyway).
-    if (len > max_rdma_ || offset > token->length || len > token->length - offset) return Status::kInvalidArgument;
+    if (len > max_rdma_ || offset > token->length || len > token->length - offset)
+      return Status::kInvalidArgument;
   }
   std::uint32_t slot = 0;
   if (!v_->free_ops->pop_into(slot)) return Status::kNoResource;
@@ -58,7 +62,9 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   Op& op = v_->ops[slot];
   // A small WRITE or headless send is posted inline (copied at post): no registration to look up.
   const bool copied = kind != OpKind::kRead && head.empty() && len <= inline_post_limit_;
-  Status s = !d ? Status::kNoResource : copied ? Status::kOk : v_->cache->acquire(local, len, op.lease);
+  Status s = !d       ? Status::kNoResource
+             : copied ? Status::kOk
+                      : v_->cache->acquire(local, len, op.lease);
   if (s != Status::kOk) {
     (void)v_->free_ops->push(slot);
     return s;
@@ -73,7 +79,8 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
   op.remote = token ? token->addr + offset : 0;
   op.rkey = token ? token->rkey : 0;
   op.head_length = static_cast<std::uint32_t>(head.size());
-  if (!head.empty()) std::memcpy(v_->heads.get() + std::size_t{slot} * kMaxSendHead, head.data(), head.size());
+  if (!head.empty())
+    std::memcpy(v_->heads.get() + std::size_t{slot} * kMaxSendHead, head.data(), head.size());
   d->channel = ch;
   d->length = op.length;
   d->buffer = slot;
@@ -92,12 +99,13 @@ Status Endpoint::read(ChannelId ch, void* local, std::size_t len, const RemoteTo
   return push_op(ch, OpKind::kRead, local, len, &token, offset, tag);
 }
 
-Status Endpoint::send_from(ChannelId ch, const void* local, std::uint32_t len, std::uint64_t tag) noexcept {
+Status Endpoint::send_from(ChannelId ch, const void* local, std::uint32_t len,
+                           std::uint64_t tag) noexcept {
   return push_op(ch, OpKind::kSend, local, len, nullptr, 0, tag);
 }
 
-Status Endpoint::send_from(ChannelId ch, std::span<const std::byte> head, const void* local, std::uint32_t len,
-                           std::uint64_t tag) noexcept {
+Status Endpoint::send_from(ChannelId ch, std::span<const std::byte> head, const void* local,
+                           std::uint32_t len, std::uint64_t tag) noexcept {
   return push_op(ch, OpKind::kSend, local, len, nullptr, 0, tag, head);
 }
 

@@ -20,7 +20,8 @@ void Endpoint::service_device() noexcept {
       const verbs::AsyncEvent& e = batch[i];
       ++stats_.device_events;
       switch (action_for(e, f)) {
-        case DeviceAction::kNone: break;
+        case DeviceAction::kNone:
+          break;
         case DeviceAction::kFailChannel: {
           const ChannelId ch = v_->tags.find(e.qp_num);
           if (ch == kNoChannel || channels_[ch]->state != Channel::State::kOpen) break;
@@ -50,7 +51,8 @@ void Endpoint::service_device() noexcept {
         case DeviceAction::kCheckGid: {
           ++stats_.gid_changes;
           try {
-            gid_current_ = verbs::select_gid(*v_->ctx, config_.port, v_->gid.index).gid == v_->gid.gid;
+            gid_current_ =
+                verbs::select_gid(*v_->ctx, config_.port, v_->gid.index).gid == v_->gid.gid;
           } catch (...) {
             gid_current_ = false;  // the entry is gone or zero
           }

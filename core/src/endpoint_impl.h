@@ -15,8 +15,8 @@
 #include "unet/verbs/address_handle.h"
 #include "unet/verbs/async_events.h"
 #include "unet/verbs/completion_channel.h"
-#include "unet/verbs/connection_manager.h"
 #include "unet/verbs/completion_queue.h"
+#include "unet/verbs/connection_manager.h"
 #include "unet/verbs/device.h"
 #include "unet/verbs/gid.h"
 #include "unet/verbs/memory_region.h"
@@ -35,7 +35,8 @@ inline constexpr std::uint32_t kBatch = 32;
 inline constexpr std::uint32_t kAwakePolls = 64;
 // Ring writes of payloads up to this size are composed whole in one image (build_ring_wr).
 inline constexpr std::uint32_t kRingImage = 128;
-static_assert(kRingImage >= Descriptor::kInlineBytes + 7, "a descriptor's payload fits an image, padded");
+static_assert(kRingImage >= Descriptor::kInlineBytes + 7,
+              "a descriptor's payload fits an image, padded");
 
 // wr_id of a send: bit 63 set, the lane in bits 32..62, the send's sequence number on its lane in
 // bits 0..31. A QP completes its sends in order, so a signaled completion retires every in-flight
@@ -81,7 +82,6 @@ struct Op {
   Cache::Lease lease;
 };
 
-
 struct Endpoint::Verbs {
   std::shared_ptr<verbs::Context> ctx;
   std::shared_ptr<verbs::ProtectionDomain> pd;
@@ -106,7 +106,7 @@ struct Endpoint::Verbs {
   // key (verbs/ud_source.h), for packets that come with a GRH and without one.
   ChannelTable tags;
   verbs::LinkLayer link = verbs::LinkLayer::kUnknown;  // the endpoint's port's
-  std::unique_ptr<verbs::AsyncEvents> events;        // the device's asynchronous events
+  std::unique_ptr<verbs::AsyncEvents> events;          // the device's asynchronous events
   explicit Verbs(std::uint32_t max_channels) : tags(2 * max_channels) {}
   // Post lists, built in place: no allocation on the data path.
   ibv_send_wr swr[kBatch];
@@ -124,9 +124,9 @@ struct Endpoint::Channel {
   enum class State : std::uint8_t { kOffered, kOpen, kFailed, kClosed };
   State state = State::kOffered;
   std::uint32_t lane = 0;
-  std::uint32_t max_message = 0;  // ours within the peer's (offer_limit.h)
-  std::unique_ptr<verbs::QueuePair> qp;     // RC, set up out of band
-  std::unique_ptr<verbs::CmConnection> cm;  // RC, set up through rdma_cm (owns its QP)
+  std::uint32_t max_message = 0;             // ours within the peer's (offer_limit.h)
+  std::unique_ptr<verbs::QueuePair> qp;      // RC, set up out of band
+  std::unique_ptr<verbs::CmConnection> cm;   // RC, set up through rdma_cm (owns its QP)
   std::unique_ptr<verbs::AddressHandle> ah;  // UD
   std::unique_ptr<RingChannel> ring;         // RC ring channel (endpoint_ring.cc)
   std::uint32_t remote_qpn = 0;
@@ -141,7 +141,11 @@ struct Endpoint::Channel {
 // holds sits at seq & mask: tracking a send is one store, retiring one a load.
 struct Endpoint::Lane {
   Lane(verbs::QueuePair& q, ChannelId c, std::uint32_t d)
-      : qp(&q), channel(c), depth(d), mask(std::bit_ceil(d) - 1), held(std::make_unique<std::uint32_t[]>(mask + 1)) {}
+      : qp(&q),
+        channel(c),
+        depth(d),
+        mask(std::bit_ceil(d) - 1),
+        held(std::make_unique<std::uint32_t[]>(mask + 1)) {}
   std::uint32_t in_flight() const noexcept { return next_seq - oldest; }
   // Records what the send about to be posted holds; returns its sequence number.
   std::uint32_t track(std::uint32_t what) noexcept {
@@ -160,8 +164,8 @@ struct Endpoint::Lane {
   std::uint32_t oldest = 0;    // of the oldest send not retired (== next_seq: none)
   std::uint32_t holding = 0;   // in-flight sends that hold a buffer or an op
   verbs::QueuePair* qp;
-  ChannelId channel;        // RC: the channel owning the QP; UD: kNoChannel
-  std::uint32_t depth;      // the QP's send queue depth: in_flight() <= depth
+  ChannelId channel;    // RC: the channel owning the QP; UD: kNoChannel
+  std::uint32_t depth;  // the QP's send queue depth: in_flight() <= depth
   std::uint32_t interval = 1;
   std::uint32_t unsignaled = 0;  // posted since the last signaled send
   bool failed = false;

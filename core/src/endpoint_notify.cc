@@ -29,7 +29,8 @@ Status Endpoint::arm() noexcept {
 
 Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
   const verbs::Deadline deadline(timeout);
-  const std::uint64_t upcalls = stats_.upcalls, ops = stats_.ops_completed, errors = stats_.send_errors;
+  const std::uint64_t upcalls = stats_.upcalls, ops = stats_.ops_completed,
+                      errors = stats_.send_errors;
   auto arrived = [&] {
     return !recv_queue_.empty() || stats_.upcalls != upcalls || stats_.ops_completed != ops ||
            stats_.send_errors != errors;

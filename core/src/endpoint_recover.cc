@@ -37,7 +37,8 @@ int Endpoint::recover_ud_qp() noexcept {
   }
   Lane& lane = *lanes_[0];  // UD: the endpoint's one lane
   auto back_off = [this] {
-    recovery_backoff_ = std::min(std::max(recovery_backoff_ * 2, kRecoveryBackoffMin), kRecoveryBackoffMax);
+    recovery_backoff_ =
+        std::min(std::max(recovery_backoff_ * 2, kRecoveryBackoffMin), kRecoveryBackoffMax);
     recovery_wait_ = recovery_backoff_;
     return 0;
   };
@@ -49,7 +50,8 @@ int Endpoint::recover_ud_qp() noexcept {
   abort_lane(lane, Status::kFlushed);
   free_queue_.pop(free_queue_.size());
   for (BufferId b = 0; b < buffers_.count(); ++b)
-    if (buffers_.owner(b) == BufferOwner::kFreeQueue) (void)free_queue_.push(b);  // capacity == buffers
+    if (buffers_.owner(b) == BufferOwner::kFreeQueue)
+      (void)free_queue_.push(b);  // capacity == buffers
   // Left short of RTS, sends are reported failed and nothing is posted until it moves. (UD does
   // not check PSNs: any first one will do.)
   if (v_->ud_qp->restart(static_cast<std::uint32_t>(stats_.qp_recoveries), v_->path) != Status::kOk)

@@ -23,7 +23,8 @@ std::uint64_t address_of(const void* p) { return reinterpret_cast<std::uint64_t>
 // A ring's slot size: no more than one of our buffers carries (max_message), larger messages
 // come by SEND, as on a plain channel.
 std::uint32_t ring_slot_bytes(const EndpointConfig& c, std::uint32_t max_message) {
-  return std::clamp(ring::pad8(max_message) + ring::kOverhead, ring::kMinSlotBytes, c.ring_slot_bytes);
+  return std::clamp(ring::pad8(max_message) + ring::kOverhead, ring::kMinSlotBytes,
+                    c.ring_slot_bytes);
 }
 
 std::uint32_t staging_entries(const EndpointConfig& c) {
@@ -32,7 +33,8 @@ std::uint32_t staging_entries(const EndpointConfig& c) {
 
 // The page-aligned block of one ring: the ring the peer writes, the control block, our staging.
 std::size_t ring_block_bytes(const EndpointConfig& c, std::uint32_t max_message) {
-  const std::size_t remote = std::size_t{c.ring_slots} * ring_slot_bytes(c, max_message) + ring::kControlBytes;
+  const std::size_t remote =
+      std::size_t{c.ring_slots} * ring_slot_bytes(c, max_message) + ring::kControlBytes;
   return (remote + std::size_t{staging_entries(c)} * kStagingEntry + 4095) / 4096 * 4096;
 }
 
@@ -61,9 +63,10 @@ bool Endpoint::make_ring(Channel& ch) {
   r->staging = r->ring + remote;
   r->staging_mask = staging - 1;
   r->remote_mr = std::make_unique<verbs::MemoryRegion>(
-      v_->pd, r->ring, remote, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  r->local_mr = std::make_unique<verbs::MemoryRegion>(v_->pd, r->staging, std::size_t{staging} * kStagingEntry,
-                                                      IBV_ACCESS_LOCAL_WRITE);
+      v_->pd, r->ring, remote,
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  r->local_mr = std::make_unique<verbs::MemoryRegion>(
+      v_->pd, r->staging, std::size_t{staging} * kStagingEntry, IBV_ACCESS_LOCAL_WRITE);
   r->index = free_ring_ids_.back();
   free_ring_ids_.pop_back();
   rings_[r->index] = r.get();
@@ -78,7 +81,8 @@ void Endpoint::offer_ring(Channel& ch, std::string& offer_line) {
   (void)verbs::decode(offer_line, local);  // our own line: always valid
   local.memory = ch.ring->remote_mr->remote_key();
   offer_line = verbs::encode(local);
-  offer_line.insert(offer_line.size() - 1, ring::encode_field({ch.ring->slots, ch.ring->slot_bytes}));
+  offer_line.insert(offer_line.size() - 1,
+                    ring::encode_field({ch.ring->slots, ch.ring->slot_bytes}));
 }
 
 // rdma_cm: the private data of the connect request or the accept: our ring (none: no ring), then
@@ -91,8 +95,8 @@ std::vector<std::byte> Endpoint::cm_private_data(const Channel& ch) const {
     ring::encode_grant({{ch.ring->slots, ch.ring->slot_bytes}, key.addr, key.rkey},
                        std::span<std::byte, ring::kGrantBytes>(out.data(), ring::kGrantBytes));
   }
-  offer::encode_buffer_block(config_.buffer_bytes,
-                             std::span<std::byte, offer::kBufferBlockBytes>(out.data() + at, offer::kBufferBlockBytes));
+  offer::encode_buffer_block(config_.buffer_bytes, std::span<std::byte, offer::kBufferBlockBytes>(
+                                                       out.data() + at, offer::kBufferBlockBytes));
   return out;
 }
 
@@ -104,7 +108,8 @@ void Endpoint::apply_cm_private_data(Channel& ch, ChannelId id) {
   if (!ring::decode_grant(data, peer))
     verbs::throw_error("rdma_cm", "ring channel", EPROTO, "the peer's ring grant is malformed");
   std::uint32_t peer_buffer = 0;
-  if (!offer::decode_buffer_block(data.subspan(peer.geometry.slots != 0 ? ring::kGrantBytes : 0), peer_buffer))
+  if (!offer::decode_buffer_block(data.subspan(peer.geometry.slots != 0 ? ring::kGrantBytes : 0),
+                                  peer_buffer))
     verbs::throw_error("rdma_cm", "channel", EPROTO, "the peer's buffer size is malformed");
   ch.max_message = offer::channel_limit(max_message_, false, 0, peer_buffer);
   if (!ch.ring) return;
@@ -129,12 +134,13 @@ void Endpoint::drop_unopened_ring(Channel& ch) noexcept {
 
 // Accept time, both offers carry a ring: the peer's ring is where our messages go. `peer_memory`
 // is the peer's verbs::RemoteKey (ring and control block).
-void Endpoint::open_ring(Channel& ch, ChannelId id, const void* peer_memory, std::uint32_t peer_slots,
-                         std::uint32_t peer_slot_bytes) {
+void Endpoint::open_ring(Channel& ch, ChannelId id, const void* peer_memory,
+                         std::uint32_t peer_slots, std::uint32_t peer_slot_bytes) {
   const auto& key = *static_cast<const verbs::RemoteKey*>(peer_memory);
   const ring::Geometry g{peer_slots, peer_slot_bytes};
   if (key.addr == 0 || key.length != g.remote_bytes())
-    verbs::throw_error("accept_offer", "endpoint", EPROTO, "the peer's ring does not match its geometry");
+    verbs::throw_error("accept_offer", "endpoint", EPROTO,
+                       "the peer's ring does not match its geometry");
   RingChannel& r = *ch.ring;
   r.peer_ring = key.addr;
   r.peer_rkey = key.rkey;
@@ -193,7 +199,8 @@ std::span<std::byte> Endpoint::ring_slot(BufferId b) noexcept {
   const std::uint32_t i = k & (config_.ring_slots - 1);
   if (!r || !r->rx.held(i)) return {};
   const bool imm = r->held[i] & RingChannel::kHeldImm;
-  return {r->ring + std::size_t{i} * r->slot_bytes + ring::payload_offset(imm), ring::capacity(r->slot_bytes)};
+  return {r->ring + std::size_t{i} * r->slot_bytes + ring::payload_offset(imm),
+          ring::capacity(r->slot_bytes)};
 }
 
 // A ring arrival read in place goes back: its slot is zeroed for the next lap and freed in order.
@@ -253,7 +260,8 @@ Status Endpoint::post_control(Channel& ch, const ControlOp& op) noexcept {
   }
   const std::uint32_t seq = lane.track(kNoBuffer);
   w.wr_id = send_wr_id(ch.lane, seq);
-  if (op.signal || ++lane.unsignaled >= lane.interval || lane.in_flight() + lane.interval >= lane.depth) {
+  if (op.signal || ++lane.unsignaled >= lane.interval ||
+      lane.in_flight() + lane.interval >= lane.depth) {
     w.send_flags |= IBV_SEND_SIGNALED;
     lane.unsignaled = 0;
   }

@@ -45,7 +45,8 @@ inline bool split_buffer_field(std::string_view& line, std::uint32_t& bytes) noe
   for (char c : f)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   std::uint32_t v = 0;
-  if (std::from_chars(f.data(), f.data() + f.size(), v, 16).ec != std::errc{} || v > kMaxBuffer) return false;
+  if (std::from_chars(f.data(), f.data() + f.size(), v, 16).ec != std::errc{} || v > kMaxBuffer)
+    return false;
   line = line.substr(0, at);
   bytes = v;
   return true;
@@ -56,7 +57,8 @@ inline bool split_buffer_field(std::string_view& line, std::uint32_t& bytes) noe
 inline constexpr std::size_t kBufferBlockBytes = 8;
 inline constexpr std::uint32_t kBufferMagic = 0x66754255;  // "UBuf"
 
-inline void encode_buffer_block(std::uint32_t bytes, std::span<std::byte, kBufferBlockBytes> out) noexcept {
+inline void encode_buffer_block(std::uint32_t bytes,
+                                std::span<std::byte, kBufferBlockBytes> out) noexcept {
   store_le(out.data(), kBufferMagic);
   store_le(out.data() + 4, bytes);
 }

@@ -8,7 +8,8 @@ namespace unet::core {
 
 std::string RemoteToken::encode() const {
   char buf[96];
-  int n = std::snprintf(buf, sizeof buf, "unet-token/1 addr=%016" PRIx64 " len=%016" PRIx64 " rkey=%08x id=%08x\n",
+  int n = std::snprintf(buf, sizeof buf,
+                        "unet-token/1 addr=%016" PRIx64 " len=%016" PRIx64 " rkey=%08x id=%08x\n",
                         addr, length, rkey, id);
   return std::string(buf, static_cast<std::size_t>(n));
 }
@@ -34,7 +35,8 @@ Status RemoteToken::decode(std::string_view s, RemoteToken& out) noexcept {
   RemoteToken t;
   if (!s.empty() && s.back() == '\n') s.remove_suffix(1);
   bool ok = field(s, "unet-token/1 addr=", 16, t.addr) && field(s, " len=", 16, t.length) &&
-            field(s, " rkey=", 8, t.rkey) && field(s, " id=", 8, t.id) && s.empty() && t.length != 0;
+            field(s, " rkey=", 8, t.rkey) && field(s, " id=", 8, t.id) && s.empty() &&
+            t.length != 0;
   if (!ok) return Status::kInvalidArgument;
   out = t;
   return Status::kOk;

@@ -35,7 +35,8 @@ static_assert(sizeof(RingControl) == 64);
 
 // Control words the NIC writes or reads while we use them: loads and stores that are not torn
 // and not kept in a register.
-inline std::uint64_t load_word(const std::uint64_t& w, std::memory_order o = std::memory_order_acquire) noexcept {
+inline std::uint64_t load_word(const std::uint64_t& w,
+                               std::memory_order o = std::memory_order_acquire) noexcept {
   return std::atomic_ref<const std::uint64_t>(w).load(o);
 }
 inline void store_word(std::uint64_t& w, std::uint64_t v,
@@ -80,15 +81,15 @@ struct RingChannel {
   // when an imm word sits before the payload. Recorded at arrival: the peer could rewrite the head.
   static constexpr std::uint32_t kHeldImm = 1u << 16;
   std::unique_ptr<std::uint32_t[]> held;
-  std::uint32_t holding = 0;                  // slots the application holds
-  std::uint16_t fallbacks_taken = 0;          // SEND arrivals of this channel taken
-  std::uint32_t arrived = 0;                  // every arrival of this channel (ring or SEND)
+  std::uint32_t holding = 0;          // slots the application holds
+  std::uint16_t fallbacks_taken = 0;  // SEND arrivals of this channel taken
+  std::uint32_t arrived = 0;          // every arrival of this channel (ring or SEND)
 
   // The peer's ring, which we write.
   std::uint64_t peer_ring = 0;
   std::uint32_t peer_rkey = 0;
   std::uint32_t peer_slot_bytes = 0;
-  std::uint64_t peer_control = 0;  // address of the peer's RingControl
+  std::uint64_t peer_control = 0;    // address of the peer's RingControl
   ring::SendWindow tx{0};            // set from the peer's offer
   std::uint16_t fallbacks_sent = 0;  // our messages to the peer sent by SEND
   std::uint32_t published = 0;       // our messages to the peer, ring or SEND
@@ -110,8 +111,12 @@ struct RingChannel {
   std::uint32_t index = 0;
   ChannelId channel = kNoChannel;
 
-  std::byte* slot(std::uint32_t seq) noexcept { return ring + std::size_t{seq & (slots - 1)} * slot_bytes; }
-  const std::uint64_t& head(std::uint32_t seq) noexcept { return *reinterpret_cast<const std::uint64_t*>(slot(seq)); }
+  std::byte* slot(std::uint32_t seq) noexcept {
+    return ring + std::size_t{seq & (slots - 1)} * slot_bytes;
+  }
+  const std::uint64_t& head(std::uint32_t seq) noexcept {
+    return *reinterpret_cast<const std::uint64_t*>(slot(seq));
+  }
 };
 
 }  // namespace unet::core

@@ -55,7 +55,10 @@ class FreeList {
  public:
   // `slots` a power of two; `start` as for SendWindow.
   explicit FreeList(std::uint32_t slots, std::uint32_t start = 0)
-      : mask_(slots - 1), state_(std::make_unique<std::uint8_t[]>(slots)), taken_(start), freed_(start),
+      : mask_(slots - 1),
+        state_(std::make_unique<std::uint8_t[]>(slots)),
+        taken_(start),
+        freed_(start),
         reported_(start) {}
   std::uint32_t slots() const noexcept { return mask_ + 1; }
   // Messages taken from the ring so far, and the next one's number.

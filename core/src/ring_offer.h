@@ -28,7 +28,9 @@ struct Geometry {
   std::uint32_t slots = 0;
   std::uint32_t slot_bytes = 0;
   // Bytes registered for the peer: the ring and its control block.
-  std::uint64_t remote_bytes() const noexcept { return std::uint64_t{slots} * slot_bytes + kControlBytes; }
+  std::uint64_t remote_bytes() const noexcept {
+    return std::uint64_t{slots} * slot_bytes + kControlBytes;
+  }
 };
 
 constexpr bool valid(const Geometry& g) noexcept {
@@ -62,8 +64,8 @@ inline bool split_offer(std::string_view& line, Geometry& g) noexcept {
     return std::from_chars(s.data(), s.data() + s.size(), v, 16).ec == std::errc{};
   };
   const std::size_t x = f.find('x');
-  if (x == std::string_view::npos || !hex(f.substr(0, x), out.slots) || !hex(f.substr(x + 1), out.slot_bytes) ||
-      !valid(out))
+  if (x == std::string_view::npos || !hex(f.substr(0, x), out.slots) ||
+      !hex(f.substr(x + 1), out.slot_bytes) || !valid(out))
     return false;
   line = line.substr(0, at);
   g = out;

@@ -26,11 +26,15 @@ inline constexpr std::uint32_t kMaxLength = (1u << 15) - 1;
 
 // The largest payload a slot of `slot_bytes` carries (slot_bytes a multiple of 8, >= 32),
 // with immediate data or without.
-constexpr std::uint32_t capacity(std::uint32_t slot_bytes) noexcept { return slot_bytes - kOverhead; }
+constexpr std::uint32_t capacity(std::uint32_t slot_bytes) noexcept {
+  return slot_bytes - kOverhead;
+}
 // len rounded up to 8.
 constexpr std::uint32_t pad8(std::uint32_t len) noexcept { return (len + 7u) & ~7u; }
 // Where the payload starts, and the bytes a message occupies (and its WRITE carries).
-constexpr std::uint32_t payload_offset(bool imm) noexcept { return kHeadBytes + (imm ? kImmBytes : 0); }
+constexpr std::uint32_t payload_offset(bool imm) noexcept {
+  return kHeadBytes + (imm ? kImmBytes : 0);
+}
 constexpr std::uint32_t wire_bytes(std::uint32_t len, bool imm) noexcept {
   return payload_offset(imm) + pad8(len) + kTailBytes;
 }
@@ -45,15 +49,22 @@ struct Head {
 };
 
 constexpr std::uint64_t head_word(const Head& h) noexcept {
-  return std::uint64_t{h.seq} | std::uint64_t{static_cast<std::uint16_t>(h.length | (h.imm ? 0x8000u : 0u))} << 16 |
+  return std::uint64_t{h.seq} |
+         std::uint64_t{static_cast<std::uint16_t>(h.length | (h.imm ? 0x8000u : 0u))} << 16 |
          std::uint64_t{h.fallbacks} << 32 | std::uint64_t{h.credit} << 48;
 }
 
 constexpr std::uint16_t seq_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w); }
-constexpr std::uint16_t length_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 16) & 0x7fff; }
+constexpr std::uint16_t length_of(std::uint64_t w) noexcept {
+  return static_cast<std::uint16_t>(w >> 16) & 0x7fff;
+}
 constexpr bool imm_of(std::uint64_t w) noexcept { return (w >> 31) & 1; }
-constexpr std::uint16_t fallbacks_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 32); }
-constexpr std::uint16_t credit_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w >> 48); }
+constexpr std::uint16_t fallbacks_of(std::uint64_t w) noexcept {
+  return static_cast<std::uint16_t>(w >> 32);
+}
+constexpr std::uint16_t credit_of(std::uint64_t w) noexcept {
+  return static_cast<std::uint16_t>(w >> 48);
+}
 // Whether the message whose head is `w` must wait for a SEND of its channel sent before it:
 // `sends` SEND arrivals have been taken (or dropped for a full receive queue). A head that names
 // fewer is from before a dropped SEND, and is next in order.
@@ -61,7 +72,9 @@ constexpr bool waits_for_send(std::uint64_t w, std::uint16_t sends) noexcept {
   return static_cast<std::int16_t>(static_cast<std::uint16_t>(fallbacks_of(w) - sends)) > 0;
 }
 // Where the tail of the message whose head is `w` sits.
-constexpr std::uint32_t tail_offset(std::uint64_t w) noexcept { return payload_offset(imm_of(w)) + pad8(length_of(w)); }
+constexpr std::uint32_t tail_offset(std::uint64_t w) noexcept {
+  return payload_offset(imm_of(w)) + pad8(length_of(w));
+}
 
 // What the reader finds in the slot where it expects sequence number `seq`.
 enum class Slot : std::uint8_t {
@@ -73,7 +86,8 @@ enum class Slot : std::uint8_t {
 
 // A word the NIC (or the peer) may write while we read it: not torn, not kept in a register. An
 // acquire load: what the reader reads after it is not read before it.
-inline std::uint64_t load_word(const std::byte* p, std::memory_order o = std::memory_order_acquire) noexcept {
+inline std::uint64_t load_word(const std::byte* p,
+                               std::memory_order o = std::memory_order_acquire) noexcept {
   return std::atomic_ref<const std::uint64_t>(*reinterpret_cast<const std::uint64_t*>(p)).load(o);
 }
 
@@ -96,11 +110,13 @@ inline void zero_words(std::byte* slot, std::uint32_t bytes) noexcept {
 // core/README.md ("Ring channels"). A length past the slot is malformed at once (no honest head,
 // even half written, names one); a length of 0 only once the tail repeats it. Reads nothing
 // outside the slot.
-inline Slot read_slot(const std::byte* slot, std::uint32_t slot_bytes, std::uint16_t seq, std::uint64_t& head) noexcept {
+inline Slot read_slot(const std::byte* slot, std::uint32_t slot_bytes, std::uint16_t seq,
+                      std::uint64_t& head) noexcept {
   head = load_word(slot);
   if (head == 0 || seq_of(head) != seq) return Slot::kEmpty;
   if (length_of(head) > capacity(slot_bytes)) return Slot::kMalformed;
-  if (load_word(slot + tail_offset(head)) != head || load_word(slot) != head) return Slot::kIncomplete;
+  if (load_word(slot + tail_offset(head)) != head || load_word(slot) != head)
+    return Slot::kIncomplete;
   return length_of(head) == 0 ? Slot::kMalformed : Slot::kMessage;
 }
 

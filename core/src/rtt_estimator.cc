@@ -43,8 +43,7 @@ void RttEstimator::sample(nanoseconds rtt) noexcept {
     srtt_ += (r - srtt_) / 8;
   }
   ++samples_;
-  const nanoseconds k_rttvar =
-      rttvar_ > nanoseconds::max() / 4 ? nanoseconds::max() : 4 * rttvar_;
+  const nanoseconds k_rttvar = rttvar_ > nanoseconds::max() / 4 ? nanoseconds::max() : 4 * rttvar_;
   const nanoseconds rto = saturating_add(srtt_, std::max(config_.granularity, k_rttvar));
   rto_ = std::clamp(rto, config_.min_rto, config_.max_rto);
 }

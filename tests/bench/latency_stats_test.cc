@@ -1,9 +1,9 @@
 // Unit: latency statistics use every sample, in double, with the median as t_typical.
+#include "latency_stats.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "latency_stats.h"
 
 namespace unet::bench {
 namespace {

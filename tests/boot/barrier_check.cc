@@ -29,12 +29,13 @@ int main() {
       const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
       const char* kind = with_progress ? "with progress" : "blocking";
       if (waited < 1.9) {
-        std::printf("barrier_check: rank %d left the %s barrier after %.3f s, before rank %d came\n",
-                    job.rank(), kind, waited, job.size() - 1);
+        std::printf(
+            "barrier_check: rank %d left the %s barrier after %.3f s, before rank %d came\n",
+            job.rank(), kind, waited, job.size() - 1);
         ++failures;
       } else if (job.rank() == 0) {
-        std::printf("barrier_check: rank 0 waited %.3f s at the %s barrier for rank %d\n", waited, kind,
-                    job.size() - 1);
+        std::printf("barrier_check: rank 0 waited %.3f s at the %s barrier for rank %d\n", waited,
+                    kind, job.size() - 1);
       }
     }
     return failures == 0 ? unet::boot::kExitOk : unet::boot::kExitWrong;

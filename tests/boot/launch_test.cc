@@ -1,7 +1,8 @@
 // boot::run() with the fork launcher, and PMIx absent: no device. Every worker is a fork of this
 // test process; it reports through its exit status, so the assertions stay in the parent.
-#include <gtest/gtest.h>
+#include "unet/boot/launch.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,8 +10,6 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
-
-#include "unet/boot/launch.h"
 
 namespace unet::boot {
 namespace {
@@ -54,10 +53,12 @@ TEST(ForkLauncher, CollectivesGiveEveryRankEveryPart) {
     for (int r = 0; r < n; ++r)
       if (all[r] != "rank " + std::to_string(r) + "\n:" + std::string(r, '\0')) return kExitWrong;
     std::vector<std::string> out(n);
-    for (int r = 0; r < n; ++r) out[r] = r == 3 ? "" : std::to_string(me) + "->" + std::to_string(r);
+    for (int r = 0; r < n; ++r)
+      out[r] = r == 3 ? "" : std::to_string(me) + "->" + std::to_string(r);
     const auto in = job.alltoall(out);
     for (int r = 0; r < n; ++r)
-      if (in[r] != (me == 3 ? "" : std::to_string(r) + "->" + std::to_string(me))) return kExitWrong;
+      if (in[r] != (me == 3 ? "" : std::to_string(r) + "->" + std::to_string(me)))
+        return kExitWrong;
     int spins = 0;
     job.barrier([&] { ++spins; });
     if (job.allgather(std::string(100000, char('a' + me)))[7] != std::string(100000, 'h'))

@@ -58,9 +58,10 @@ std::byte pattern(std::uint64_t from, std::uint64_t to, std::uint64_t seq, std::
 // The core counters that tell why a channel failed or stuck.
 std::string counters(const core::EndpointStats& c) {
   std::ostringstream o;
-  o << "sent " << c.sent << ", received " << c.received << ", ring sent/received " << c.ring_sent << '/'
-    << c.ring_received << ", ring sleeps " << c.ring_sleeps << ", send errors " << c.send_errors
-    << ", receive errors " << c.recv_errors << ", ring protocol errors " << c.ring_protocol_errors;
+  o << "sent " << c.sent << ", received " << c.received << ", ring sent/received " << c.ring_sent
+    << '/' << c.ring_received << ", ring sleeps " << c.ring_sleeps << ", send errors "
+    << c.send_errors << ", receive errors " << c.recv_errors << ", ring protocol errors "
+    << c.ring_protocol_errors;
   return o.str();
 }
 
@@ -113,7 +114,8 @@ int check(boot::Job& job, const Params& p) {
     if (s == Status::kOk) return void(++ok);
     if (failed++ == 0) {
       const int to = ch < rank_of.size() ? rank_of[ch] : -1;
-      complain_failed = "a request to rank " + std::to_string(to) + " completed " + std::string(to_string(s));
+      complain_failed =
+          "a request to rank " + std::to_string(to) + " completed " + std::string(to_string(s));
     }
   });
 
@@ -139,8 +141,9 @@ int check(boot::Job& job, const Params& p) {
       for (int r = 0; r < n && listed < 8; ++r)
         if (r != me && next[r] < p.messages) why << ' ' << r << " (" << next[r] << ')', ++listed;
       const uam::Stats& a = ep.stats();
-      why << "; uam credits sent/received " << a.credit_messages << '/' << a.credit_messages_received
-          << ", probes " << a.probes << "; core: " << counters(ep.net().stats());
+      why << "; uam credits sent/received " << a.credit_messages << '/'
+          << a.credit_messages_received << ", probes " << a.probes
+          << "; core: " << counters(ep.net().stats());
       throw std::runtime_error(why.str());
     }
     return work;
@@ -153,9 +156,10 @@ int check(boot::Job& job, const Params& p) {
       const std::uint64_t args[3] = {std::uint64_t(me), std::uint64_t(peer), seq};
       for (Status s; (s = ep.request(channels[peer], kCheck, args, payload)) != Status::kOk;) {
         if (s != Status::kNoResource)
-          throw std::runtime_error("request to rank " + std::to_string(peer) + ": " + std::string(to_string(s)) +
-                                   (complain_failed.empty() ? "" : " (first: " + complain_failed + ")") +
-                                   "; core: " + counters(ep.net().stats()));
+          throw std::runtime_error(
+              "request to rank " + std::to_string(peer) + ": " + std::string(to_string(s)) +
+              (complain_failed.empty() ? "" : " (first: " + complain_failed + ")") +
+              "; core: " + counters(ep.net().stats()));
         // Out of send buffers or credit until peers acknowledge: sleep rather than spin, since
         // on UD those acknowledgements need the peers' CPU time (256 ranks share 2 in the VM).
         if (progress() == 0) (void)ep.wait(std::chrono::milliseconds(1));
@@ -167,12 +171,14 @@ int check(boot::Job& job, const Params& p) {
   const auto t_done = Clock::now();
 
   std::ostringstream mine;
-  mine << received << ' ' << bad << ' ' << ok << ' ' << failed << ' ' << ep.net().stats().ring_received << ' '
-       << status_kib("VmPin:")
-       << ' ' << status_kib("VmRSS:") << ' ' << (first_bad.empty() ? complain_failed.empty() ? "-" : complain_failed : first_bad);
+  mine << received << ' ' << bad << ' ' << ok << ' ' << failed << ' '
+       << ep.net().stats().ring_received << ' ' << status_kib("VmPin:") << ' '
+       << status_kib("VmRSS:") << ' '
+       << (first_bad.empty() ? complain_failed.empty() ? "-" : complain_failed : first_bad);
   const auto reports = job.allgather(mine.str());
   const std::string where = boot::placement(job, plan.net.device);
-  if (me != 0) return bad == 0 && failed == 0 && received == expect ? boot::kExitOk : boot::kExitWrong;
+  if (me != 0)
+    return bad == 0 && failed == 0 && received == expect ? boot::kExitOk : boot::kExitWrong;
 
   bool all_ok = true;
   std::uint64_t pin = 0, rss = 0, by_ring = 0;
@@ -187,7 +193,8 @@ int check(boot::Job& job, const Params& p) {
     rss = std::max(rss, vrss);
     if (got != expect || nbad || nok != expect || nfail) {
       std::printf("FAILED: rank %d got %" PRIu64 " of %" PRIu64 " messages (%" PRIu64
-                  " bad; first problem:%s); %" PRIu64 " of its requests completed ok, %" PRIu64 " failed\n",
+                  " bad; first problem:%s); %" PRIu64 " of its requests completed ok, %" PRIu64
+                  " failed\n",
                   r, got, expect, nbad, why.c_str(), nok, nfail);
       all_ok = false;
     }
@@ -195,21 +202,25 @@ int check(boot::Job& job, const Params& p) {
   const char* t = p.transport == core::Transport::kRc ? "RC" : "UD";
   std::printf("mesh_check: %d ranks over %s (%s): %s\n", n, t,
               std::string(boot::launcher_name(job.launcher())).c_str(), where.c_str());
-  std::printf("  rank 0: plan, endpoint and channels in %.2f s, the messages and the last barrier "
-              "in %.2f s\n",
-              std::chrono::duration<double>(t_connected - t_start).count(),
-              std::chrono::duration<double>(t_done - t_connected).count());
-  std::printf("  per rank: %d channels, credit window %u, %u posted receive buffers of %u B (%u per "
-              "channel), segment %.2f MiB, pinned %.2f MiB by plan; largest VmPin %.2f MiB, VmRSS "
-              "%.1f MiB\n",
-              n - 1, unsigned(plan.am.window), plan.net.free_queue_depth, plan.net.buffer_bytes,
-              plan.per_channel, double(plan.segment_bytes) / (1 << 20),
-              double(plan.pinned_bytes) / (1 << 20), double(pin) / 1024, double(rss) / 1024);
+  std::printf(
+      "  rank 0: plan, endpoint and channels in %.2f s, the messages and the last barrier "
+      "in %.2f s\n",
+      std::chrono::duration<double>(t_connected - t_start).count(),
+      std::chrono::duration<double>(t_done - t_connected).count());
+  std::printf(
+      "  per rank: %d channels, credit window %u, %u posted receive buffers of %u B (%u per "
+      "channel), segment %.2f MiB, pinned %.2f MiB by plan; largest VmPin %.2f MiB, VmRSS "
+      "%.1f MiB\n",
+      n - 1, unsigned(plan.am.window), plan.net.free_queue_depth, plan.net.buffer_bytes,
+      plan.per_channel, double(plan.segment_bytes) / (1 << 20),
+      double(plan.pinned_bytes) / (1 << 20), double(pin) / 1024, double(rss) / 1024);
   if (p.transport == core::Transport::kRc)
-    std::printf("  ring channels: %" PRIu64 " arrivals by RDMA WRITE, all ranks (the mesh's messages: %" PRIu64
-                ")\n", by_ring, expect * std::uint64_t(n));
+    std::printf("  ring channels: %" PRIu64
+                " arrivals by RDMA WRITE, all ranks (the mesh's messages: %" PRIu64 ")\n",
+                by_ring, expect * std::uint64_t(n));
   if (all_ok)
-    std::printf("verified: every rank got %" PRIu64 " messages of %zu B from each of the %d others, "
+    std::printf("verified: every rank got %" PRIu64
+                " messages of %zu B from each of the %d others, "
                 "in order and intact, and its %" PRIu64 " requests completed ok\n",
                 p.messages, size, n - 1, expect);
   std::fflush(stdout);

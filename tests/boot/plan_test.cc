@@ -68,7 +68,8 @@ TEST(Plan, SixtyFourRanksOverRcAndUd) {
   // Any RC job: at least 2 s, 4.096 us x 2^17 x 7 = 3.8 s (2^16 gives 1.88 s).
   EXPECT_EQ(plan_endpoint(request(core::Transport::kRc, 8), rxe()).net.ack_timeout, 17u);
   EXPECT_EQ(rc.ring_bytes, 63u * 24 * 1024);  // core's ring channels: 63 of max_rings 64
-  EXPECT_EQ(rc.pinned_bytes, rc.segment_bytes + rc.ring_bytes);  // base level: no registration cache
+  EXPECT_EQ(rc.pinned_bytes,
+            rc.segment_bytes + rc.ring_bytes);  // base level: no registration cache
 
   const EndpointPlan ud = plan_endpoint(request(core::Transport::kUd, 64), rxe());
   EXPECT_EQ(ud.net.free_queue_depth, 1418u);
@@ -133,13 +134,15 @@ TEST(Plan, DeviceLimitsAreCheckedBeforeAnyTraffic) {
   DeviceFacts small = rxe();
   small.max_cqe = 5000;  // 1418 + 80 * 63 = 6458
   std::string why = refusal(request(core::Transport::kRc, 64), small);
-  EXPECT_NE(why.find("completion queue needs 6458 entries, but rxe0 allows 5000"), std::string::npos)
+  EXPECT_NE(why.find("completion queue needs 6458 entries, but rxe0 allows 5000"),
+            std::string::npos)
       << why;
 
   small = rxe();
   small.max_recv_wr = 1000;
   why = refusal(request(core::Transport::kRc, 64), small);
-  EXPECT_NE(why.find("1418 posted receive buffers per rank, but rxe0 allows 1000"), std::string::npos)
+  EXPECT_NE(why.find("1418 posted receive buffers per rank, but rxe0 allows 1000"),
+            std::string::npos)
       << why;
 
   small = rxe();

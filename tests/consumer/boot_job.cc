@@ -21,7 +21,8 @@ int main() {
     for (int r = 0; r < n; ++r) out[r] = std::to_string(me) + ">" + std::to_string(r);
     const auto in = job.alltoall(out);
     for (int r = 0; r < n; ++r)
-      if (all[r] != "rank " + std::to_string(r) || in[r] != std::to_string(r) + ">" + std::to_string(me))
+      if (all[r] != "rank " + std::to_string(r) ||
+          in[r] != std::to_string(r) + ">" + std::to_string(me))
         return unet::boot::kExitWrong;
     job.barrier();
     return unet::boot::kExitOk;

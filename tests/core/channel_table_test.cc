@@ -1,7 +1,7 @@
 // Unit: the channel table demultiplexes tags and finds nothing for a tag it does not hold.
-#include <gtest/gtest.h>
-
 #include "unet/core/channel_table.h"
+
+#include <gtest/gtest.h>
 
 namespace unet::core {
 namespace {

@@ -1,4 +1,6 @@
 // Unit: the descriptor ring, the buffer ownership table and the descriptor's size.
+#include "unet/core/descriptor_ring.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -6,7 +8,6 @@
 
 #include "unet/core/buffer_table.h"
 #include "unet/core/descriptor.h"
-#include "unet/core/descriptor_ring.h"
 
 namespace unet::core {
 namespace {
@@ -105,8 +106,10 @@ TEST(DescriptorRing, OneProducerOneConsumerThread) {
   // would hold the core its partner needs.
   std::thread producer([&] {
     for (std::uint64_t i = 0; i < kN;)
-      if (r.push(i)) ++i;
-      else std::this_thread::yield();
+      if (r.push(i))
+        ++i;
+      else
+        std::this_thread::yield();
   });
   std::uint64_t expected = 0, v;
   while (expected < kN)

@@ -1,8 +1,8 @@
 // Unit: what an endpoint does about each of its device's asynchronous events, and how a
 // provider's event is named.
-#include <gtest/gtest.h>
-
 #include "device_event.h"
+
+#include <gtest/gtest.h>
 
 namespace unet::core {
 namespace {
@@ -33,8 +33,8 @@ DeviceFacts ud_facts() {
   return f;
 }
 
-AsyncEvent event(AsyncKind k, std::uint32_t qpn = 0, const void* cq = nullptr, const void* srq = nullptr,
-                 std::uint8_t port = 0) {
+AsyncEvent event(AsyncKind k, std::uint32_t qpn = 0, const void* cq = nullptr,
+                 const void* srq = nullptr, std::uint8_t port = 0) {
   AsyncEvent e;
   e.kind = k;
   e.qp_num = qpn;
@@ -45,34 +45,45 @@ AsyncEvent event(AsyncKind k, std::uint32_t qpn = 0, const void* cq = nullptr, c
 }
 
 TEST(DeviceEvent, OurCqOrAFatalDeviceFailsTheEndpointAnotherCqDoesNot) {
-  EXPECT_EQ(action_for(event(AsyncKind::kCqError, 0, kCq), rc_facts()), DeviceAction::kFailEndpoint);
+  EXPECT_EQ(action_for(event(AsyncKind::kCqError, 0, kCq), rc_facts()),
+            DeviceAction::kFailEndpoint);
   EXPECT_EQ(action_for(event(AsyncKind::kCqError, 0, kOtherCq), rc_facts()), DeviceAction::kNone);
   EXPECT_EQ(action_for(event(AsyncKind::kDeviceFatal), ud_facts()), DeviceAction::kFailEndpoint);
 }
 
 TEST(DeviceEvent, ABrokenQpFailsItsRcChannelOrRecoversOurUdQp) {
   for (AsyncKind k : {AsyncKind::kQpFatal, AsyncKind::kQpRequestError, AsyncKind::kQpAccessError}) {
-    EXPECT_EQ(action_for(event(k, 0x42), rc_facts()), DeviceAction::kFailChannel) << "ours if its QPN is a tag";
+    EXPECT_EQ(action_for(event(k, 0x42), rc_facts()), DeviceAction::kFailChannel)
+        << "ours if its QPN is a tag";
     EXPECT_EQ(action_for(event(k, 0x11), ud_facts()), DeviceAction::kRecoverUd);
-    EXPECT_EQ(action_for(event(k, 0x12), ud_facts()), DeviceAction::kNone) << "another endpoint's UD QP";
+    EXPECT_EQ(action_for(event(k, 0x12), ud_facts()), DeviceAction::kNone)
+        << "another endpoint's UD QP";
   }
 }
 
 TEST(DeviceEvent, OurSrqBreakingFailsEveryRcChannel) {
-  EXPECT_EQ(action_for(event(AsyncKind::kSrqError, 0, nullptr, kSrq), rc_facts()), DeviceAction::kFailRcChannels);
-  EXPECT_EQ(action_for(event(AsyncKind::kSrqError, 0, nullptr, kOtherSrq), rc_facts()), DeviceAction::kNone);
-  EXPECT_EQ(action_for(event(AsyncKind::kSrqLimit, 0, nullptr, kSrq), rc_facts()), DeviceAction::kNone);
+  EXPECT_EQ(action_for(event(AsyncKind::kSrqError, 0, nullptr, kSrq), rc_facts()),
+            DeviceAction::kFailRcChannels);
+  EXPECT_EQ(action_for(event(AsyncKind::kSrqError, 0, nullptr, kOtherSrq), rc_facts()),
+            DeviceAction::kNone);
+  EXPECT_EQ(action_for(event(AsyncKind::kSrqLimit, 0, nullptr, kSrq), rc_facts()),
+            DeviceAction::kNone);
 }
 
 TEST(DeviceEvent, PortAndGidEventsCountOnlyForOurPort) {
-  EXPECT_EQ(action_for(event(AsyncKind::kPortError, 0, nullptr, nullptr, 1), rc_facts()), DeviceAction::kPortDown);
-  EXPECT_EQ(action_for(event(AsyncKind::kPortActive, 0, nullptr, nullptr, 1), rc_facts()), DeviceAction::kPortUp);
-  EXPECT_EQ(action_for(event(AsyncKind::kGidChange, 0, nullptr, nullptr, 1), rc_facts()), DeviceAction::kCheckGid);
-  EXPECT_EQ(action_for(event(AsyncKind::kPortError, 0, nullptr, nullptr, 1), ud_facts()), DeviceAction::kNone);
-  EXPECT_EQ(action_for(event(AsyncKind::kGidChange, 0, nullptr, nullptr, 1), ud_facts()), DeviceAction::kNone);
+  EXPECT_EQ(action_for(event(AsyncKind::kPortError, 0, nullptr, nullptr, 1), rc_facts()),
+            DeviceAction::kPortDown);
+  EXPECT_EQ(action_for(event(AsyncKind::kPortActive, 0, nullptr, nullptr, 1), rc_facts()),
+            DeviceAction::kPortUp);
+  EXPECT_EQ(action_for(event(AsyncKind::kGidChange, 0, nullptr, nullptr, 1), rc_facts()),
+            DeviceAction::kCheckGid);
+  EXPECT_EQ(action_for(event(AsyncKind::kPortError, 0, nullptr, nullptr, 1), ud_facts()),
+            DeviceAction::kNone);
+  EXPECT_EQ(action_for(event(AsyncKind::kGidChange, 0, nullptr, nullptr, 1), ud_facts()),
+            DeviceAction::kNone);
   for (AsyncKind k : {AsyncKind::kLidChange, AsyncKind::kPkeyChange, AsyncKind::kSmChange,
-                      AsyncKind::kClientReregister, AsyncKind::kCommEstablished, AsyncKind::kQpLastWqe,
-                      AsyncKind::kOther})
+                      AsyncKind::kClientReregister, AsyncKind::kCommEstablished,
+                      AsyncKind::kQpLastWqe, AsyncKind::kOther})
     EXPECT_EQ(action_for(event(k, 0x42, kCq, kSrq, 1), rc_facts()), DeviceAction::kNone);
 }
 

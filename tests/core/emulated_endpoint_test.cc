@@ -1,13 +1,14 @@
 // Device: 1000 emulated endpoints on each of two real endpoints (one RC channel between them)
 // exchange messages with no cross-delivery; strangers' messages are dropped and counted; the
 // resources used are reported.
+#include "unet/core/emulated_endpoint.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
 
 #include "endpoint_support.h"
-#include "unet/core/emulated_endpoint.h"
 #include "unet/verbs/error.h"
 
 namespace unet::core {
@@ -38,7 +39,8 @@ class Emulated : public ::testing::Test {
     std::memcpy(msg, &value, 4);
     auto deadline = std::chrono::steady_clock::now() + 10s;
     Status s;
-    while ((s = e.send_inline(ch, msg)) == Status::kNoResource && std::chrono::steady_clock::now() < deadline) {
+    while ((s = e.send_inline(ch, msg)) == Status::kNoResource &&
+           std::chrono::steady_clock::now() < deadline) {
       (void)ma_->poll();
       (void)mb_->poll();
     }
@@ -68,7 +70,8 @@ TEST_F(Emulated, ThousandEndpointsEachGetOnlyTheirOwnMessages) {
   }
   // Every A-endpoint i sends i (and 1000 + i) to B-endpoint i.
   for (std::uint32_t round = 0; round < 2; ++round)
-    for (std::uint32_t i = 0; i < kN; ++i) send(ma_->at(static_cast<EmulatedId>(i)), a_ch[i], round * kN + i);
+    for (std::uint32_t i = 0; i < kN; ++i)
+      send(ma_->at(static_cast<EmulatedId>(i)), a_ch[i], round * kN + i);
   std::uint32_t delivered = 0;
   auto deadline = std::chrono::steady_clock::now() + 60s;
   std::vector<int> got(kN, 0);
@@ -98,8 +101,10 @@ TEST_F(Emulated, ThousandEndpointsEachGetOnlyTheirOwnMessages) {
   EXPECT_EQ(r.emulated_endpoints, kN);
   EXPECT_EQ(r.queue_pairs, 1u) << "1000 emulated endpoints must share the one real QP";
   EXPECT_EQ(r.pinned_bytes, b_->segment_bytes());
-  std::printf("emulated endpoints: %zu on 1 real endpoint; %u QP, %zu pinned bytes, %zu bytes of emulation state\n",
-              r.emulated_endpoints, r.queue_pairs, r.pinned_bytes, r.emulation_bytes);
+  std::printf(
+      "emulated endpoints: %zu on 1 real endpoint; %u QP, %zu pinned bytes, %zu bytes of emulation "
+      "state\n",
+      r.emulated_endpoints, r.queue_pairs, r.pinned_bytes, r.emulation_bytes);
 }
 
 TEST_F(Emulated, MessagesFromStrangersAreDroppedNotDelivered) {
@@ -109,9 +114,9 @@ TEST_F(Emulated, MessagesFromStrangersAreDroppedNotDelivered) {
   EmulatedEndpoint& b1 = mb_->create();
   ChannelId legit = a0.open_channel(ab_, b0.id());
   ChannelId b0_from_a0 = b0.open_channel(ba_, a0.id());
-  (void)b1;  // b1 has no channel at all
-  ChannelId to_b1 = a1.open_channel(ab_, 1);       // b1 never opened a channel to a1
-  ChannelId to_nobody = a1.open_channel(ab_, 500);  // no such emulated endpoint on b
+  (void)b1;                                            // b1 has no channel at all
+  ChannelId to_b1 = a1.open_channel(ab_, 1);           // b1 never opened a channel to a1
+  ChannelId to_nobody = a1.open_channel(ab_, 500);     // no such emulated endpoint on b
   ChannelId a1_as_b0 = a1.open_channel(ab_, b0.id());  // b0 talks to a0 only
   send(a1, to_b1, 1);
   send(a1, to_nobody, 2);

@@ -26,9 +26,12 @@ EndpointConfig direct_config(std::size_t max_pinned = 64u << 20) {
 }
 
 void fill(std::vector<std::uint8_t>& v, std::uint8_t seed) {
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + i * 13 + (i >> 12));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<std::uint8_t>(seed + i * 13 + (i >> 12));
 }
-bool same(const std::uint8_t* p, const std::vector<std::uint8_t>& v) { return std::memcmp(p, v.data(), v.size()) == 0; }
+bool same(const std::uint8_t* p, const std::vector<std::uint8_t>& v) {
+  return std::memcmp(p, v.data(), v.size()) == 0;
+}
 
 class Direct : public ::testing::Test {
  protected:
@@ -162,7 +165,8 @@ TEST_F(DirectSmallCache, CacheEvictsToStayUnderItsBound) {
   EXPECT_LE(s.peak_pinned_bytes, std::size_t{1} << 20);
   // A single region over the bound is refused, and nothing was queued.
   std::vector<std::uint8_t> huge(2u << 20);
-  EXPECT_EQ(a_->write(ab_, huge.data(), 1u << 20, token, 0, 9), Status::kInvalidArgument);  // beyond the window
+  EXPECT_EQ(a_->write(ab_, huge.data(), 1u << 20, token, 0, 9),
+            Status::kInvalidArgument);  // beyond the window
   RemoteToken big;
   std::vector<std::uint8_t> big_window(2u << 20);
   ASSERT_EQ(b_->grant(big_window.data(), big_window.size(), kRemoteWrite, big), Status::kOk);
@@ -216,9 +220,12 @@ TEST_F(Direct, BadOperationsAreRefusedBeforeAnythingIsQueued) {
   std::vector<std::uint8_t> window(4096), src(8192);
   RemoteToken token;
   ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteWrite, token), Status::kOk);
-  EXPECT_EQ(a_->write(ab_, src.data(), 4097, token, 0, 1), Status::kInvalidArgument);   // past the window
-  EXPECT_EQ(a_->write(ab_, src.data(), 16, token, 4090, 1), Status::kInvalidArgument);  // straddles its end
-  EXPECT_EQ(a_->write(ab_, src.data(), 16, token, ~0ull, 1), Status::kInvalidArgument);  // offset overflow
+  EXPECT_EQ(a_->write(ab_, src.data(), 4097, token, 0, 1),
+            Status::kInvalidArgument);  // past the window
+  EXPECT_EQ(a_->write(ab_, src.data(), 16, token, 4090, 1),
+            Status::kInvalidArgument);  // straddles its end
+  EXPECT_EQ(a_->write(ab_, src.data(), 16, token, ~0ull, 1),
+            Status::kInvalidArgument);  // offset overflow
   EXPECT_EQ(a_->write(ab_, nullptr, 16, token, 0, 1), Status::kInvalidArgument);
   EXPECT_EQ(a_->write(ab_, src.data(), 0, token, 0, 1), Status::kInvalidArgument);
   EXPECT_EQ(a_->write(ab_ + 9, src.data(), 16, token, 0, 1), Status::kNotFound);
@@ -247,13 +254,15 @@ TEST_F(Direct, OperationsPastThePortsLargestMessageAreRefused) {
   EXPECT_EQ(a_->max_rdma(), std::min<std::uint64_t>(port_max, std::uint64_t{1} << 31));
   std::vector<std::uint8_t> window(4096), src(4096);
   RemoteToken token;
-  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteRead | kRemoteWrite, token), Status::kOk);
+  ASSERT_EQ(b_->grant(window.data(), window.size(), kRemoteRead | kRemoteWrite, token),
+            Status::kOk);
   RemoteToken huge = token;  // refused locally: the length is never used
   huge.length = a_->max_rdma() + 4096;
   EXPECT_EQ(a_->write(ab_, src.data(), a_->max_rdma() + 1, huge, 0, 1), Status::kInvalidArgument);
   EXPECT_EQ(a_->read(ab_, src.data(), a_->max_rdma() + 1, huge, 0, 1), Status::kInvalidArgument);
   EXPECT_EQ(a_->poll(), 0) << "a refused operation was queued";
-  ASSERT_EQ(a_->write(ab_, src.data(), src.size(), token, 0, 2), Status::kOk) << "the channel works on";
+  ASSERT_EQ(a_->write(ab_, src.data(), src.size(), token, 0, 2), Status::kOk)
+      << "the channel works on";
   EXPECT_EQ(wait_completion().status, Status::kOk);
 }
 
@@ -290,7 +299,8 @@ TEST_F(Direct, MemoryThatCannotBeRegisteredIsRefused) {
   EXPECT_TRUE(s == Status::kDeviceError || s == Status::kNoResource) << to_string(s);
   EXPECT_EQ(a_->registration_stats().pinned_bytes, before.pinned_bytes);
   EXPECT_EQ(a_->poll(), 0) << "a refused operation was queued";
-  EXPECT_EQ(b_->grant(p, 4096, kRemoteWrite, token), Status::kDeviceError) << "granted unmapped memory";
+  EXPECT_EQ(b_->grant(p, 4096, kRemoteWrite, token), Status::kDeviceError)
+      << "granted unmapped memory";
   munmap(p, 1 << 16);
 }
 
@@ -315,20 +325,21 @@ TEST_F(Direct, AnOperationFollowedByAnInlineSendStillCompletes) {
 TEST_F(Direct, ZeroCopySendFromApplicationMemory) {
   std::vector<std::uint8_t> msg(3000);
   fill(msg, 0x41);
-  ASSERT_EQ(a_->send_from(ab_, msg.data(), static_cast<std::uint32_t>(msg.size()), 77), Status::kOk);
+  ASSERT_EQ(a_->send_from(ab_, msg.data(), static_cast<std::uint32_t>(msg.size()), 77),
+            Status::kOk);
   OpCompletion c = wait_completion();
   ASSERT_EQ(c.status, Status::kOk);
   EXPECT_EQ(c.kind, OpKind::kSend);
   EXPECT_EQ(c.tag, 77u);
   Descriptor d;
   auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (b_->receive(d) != Status::kOk && std::chrono::steady_clock::now() < deadline) (void)b_->poll();
+  while (b_->receive(d) != Status::kOk && std::chrono::steady_clock::now() < deadline)
+    (void)b_->poll();
   ASSERT_EQ(d.length, msg.size());
   ASSERT_FALSE(d.is_inline());
   EXPECT_TRUE(same(reinterpret_cast<const std::uint8_t*>(b_->buffer(d.buffer).data()), msg));
   EXPECT_EQ(b_->release(d.buffer), Status::kOk);
 }
-
 
 // A head (a protocol header) and application memory gathered into one message, on RC and UD: the
 // receiver gets head then payload, byte for byte; what cannot fit is refused before anything is
@@ -340,8 +351,10 @@ void gather_send_round_trip(Endpoint& a, Endpoint& b, ChannelId ab) {
   const auto* h = reinterpret_cast<const std::byte*>(head.data());
   const auto max = a.max_message();
   // Refused, nothing queued: a head over the limit, head + payload over max_message, no payload.
-  EXPECT_EQ(a.send_from(ab, std::span(h, head.size() + 1), msg.data(), 1, 1), Status::kInvalidArgument);
-  EXPECT_EQ(a.send_from(ab, std::span(h, head.size()), msg.data(), max - 63, 1), Status::kInvalidArgument);
+  EXPECT_EQ(a.send_from(ab, std::span(h, head.size() + 1), msg.data(), 1, 1),
+            Status::kInvalidArgument);
+  EXPECT_EQ(a.send_from(ab, std::span(h, head.size()), msg.data(), max - 63, 1),
+            Status::kInvalidArgument);
   EXPECT_EQ(a.send_from(ab, std::span(h, head.size()), msg.data(), 0, 1), Status::kInvalidArgument);
   EXPECT_EQ(a.send_queue_space(), a.config().send_queue_depth);
   for (std::size_t head_len : {std::size_t{1}, std::size_t{20}, head.size()}) {
@@ -364,7 +377,8 @@ void gather_send_round_trip(Endpoint& a, Endpoint& b, ChannelId ab) {
     ASSERT_FALSE(d.is_inline());
     const auto* got = reinterpret_cast<const std::uint8_t*>(b.buffer(d.buffer).data());
     EXPECT_EQ(std::memcmp(got, head.data(), head_len), 0) << "head of " << head_len;
-    EXPECT_EQ(std::memcmp(got + head_len, msg.data(), len), 0) << "payload after a head of " << head_len;
+    EXPECT_EQ(std::memcmp(got + head_len, msg.data(), len), 0)
+        << "payload after a head of " << head_len;
     EXPECT_EQ(b.release(d.buffer), Status::kOk);
   }
   EXPECT_EQ(a.stats().send_errors, 0u);
@@ -410,7 +424,7 @@ TEST_F(Direct, ForgedTokensAreRefusedByThePeersDeviceAndMemoryIsUnchanged) {
   longer.length = 2 * kPage;  // claims the guard page after the window
   earlier.addr -= kPage;      // claims the guard page before it
   earlier.length += kPage;
-  guessed.rkey ^= 0x80;       // the key byte of the rkey, wrong
+  guessed.rkey ^= 0x80;  // the key byte of the rkey, wrong
   const Case cases[] = {
       {"write past the window's end", longer, kPage, false},
       {"write before the window's start", earlier, 0, false},
@@ -442,7 +456,8 @@ TEST_F(Direct, ForgedTokensAreRefusedByThePeersDeviceAndMemoryIsUnchanged) {
   EXPECT_EQ(ok.status, Status::kOk);
   EXPECT_TRUE(same(window, src));
   EXPECT_TRUE(std::equal(memory.begin(), memory.begin() + kPage, before.begin())) << "guard before";
-  EXPECT_TRUE(std::equal(memory.end() - kPage, memory.end(), before.end() - kPage)) << "guard after";
+  EXPECT_TRUE(std::equal(memory.end() - kPage, memory.end(), before.end() - kPage))
+      << "guard after";
   EXPECT_EQ(a_->channel_status(ab_), Status::kOk) << "the fixture's channel was disturbed";
 }
 

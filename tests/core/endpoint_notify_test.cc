@@ -21,7 +21,8 @@ using namespace std::chrono_literals;
 
 // Sends `count` one-byte messages (values first, first+1, ...) from `ep` on `ch`, `gap` apart,
 // polling `ep` until all are posted and completed.
-void send_later(Endpoint& ep, ChannelId ch, int count, std::uint8_t first, std::chrono::milliseconds gap) {
+void send_later(Endpoint& ep, ChannelId ch, int count, std::uint8_t first,
+                std::chrono::milliseconds gap) {
   for (int i = 0; i < count; ++i) {
     std::this_thread::sleep_for(gap);
     std::byte m[1] = {static_cast<std::byte>(first + i)};

@@ -1,5 +1,7 @@
 // Device: U-Net endpoints on rxe, over RC and UD, base-level. Every test checks delivered bytes
 // and the endpoint's counters.
+#include "unet/core/endpoint.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "endpoint_support.h"
-#include "unet/core/endpoint.h"
 #include "unet/verbs/error.h"
 
 namespace unet::core {
@@ -23,7 +24,9 @@ EndpointConfig config(Transport t) { return test::endpoint_config(t); }
 
 using namespace std::chrono_literals;
 
-std::byte pattern(std::uint32_t msg, std::uint32_t i) { return static_cast<std::byte>(msg * 131 + i * 7); }
+std::byte pattern(std::uint32_t msg, std::uint32_t i) {
+  return static_cast<std::byte>(msg * 131 + i * 7);
+}
 
 class EndpointTest : public ::testing::TestWithParam<Transport> {
  protected:
@@ -65,7 +68,8 @@ class EndpointTest : public ::testing::TestWithParam<Transport> {
 
 TEST_P(EndpointTest, MixedSizesArriveInOrderIntactWithInlineCounted) {
   const std::uint32_t max = a_->max_message();
-  const std::uint32_t sizes[] = {1, 7, a_->inline_threshold(), a_->inline_threshold() + 1, 100, 1000, max - 1, max};
+  const std::uint32_t sizes[] = {
+      1, 7, a_->inline_threshold(), a_->inline_threshold() + 1, 100, 1000, max - 1, max};
   constexpr std::uint32_t kMessages = 400;
   std::uint32_t expected_inline = 0, expected_inline_posts = 0, received = 0;
   for (std::uint32_t m = 0; m < kMessages; ++m) {
@@ -81,7 +85,8 @@ TEST_P(EndpointTest, MixedSizesArriveInOrderIntactWithInlineCounted) {
       ASSERT_EQ(d.channel, ba_);
       ASSERT_EQ(d.length, want) << "message " << received;
       const std::byte* p = d.is_inline() ? d.data : b_->buffer(d.buffer).data();
-      for (std::uint32_t i = 0; i < want; ++i) ASSERT_EQ(p[i], pattern(received, i)) << "message " << received << " byte " << i;
+      for (std::uint32_t i = 0; i < want; ++i)
+        ASSERT_EQ(p[i], pattern(received, i)) << "message " << received << " byte " << i;
       EXPECT_EQ(d.is_inline(), want <= b_->inline_threshold());
       if (!d.is_inline()) {
         ASSERT_EQ(b_->release(d.buffer), Status::kOk);
@@ -101,7 +106,8 @@ TEST_P(EndpointTest, MixedSizesArriveInOrderIntactWithInlineCounted) {
 // post, so their buffers are spare again at once, before any send completion.
 TEST_P(EndpointTest, SmallBufferSendsAreSpareAgainOncePosted) {
   const std::uint32_t len = std::min(a_->inline_post_limit(), a_->max_message());
-  ASSERT_GT(len, a_->inline_threshold()) << "the device takes no inline send beyond a descriptor's payload";
+  ASSERT_GT(len, a_->inline_threshold())
+      << "the device takes no inline send beyond a descriptor's payload";
   std::vector<BufferId> held;
   for (BufferId b = kNoBuffer; a_->acquire_buffer(b) == Status::kOk;) held.push_back(b);
   const auto spare = static_cast<std::uint32_t>(held.size());
@@ -122,7 +128,8 @@ TEST_P(EndpointTest, SmallBufferSendsAreSpareAgainOncePosted) {
     ASSERT_TRUE(wait_receive(*a_, *b_, d, 10s)) << "message " << m;
     ASSERT_EQ(d.length, len);
     const std::byte* p = b_->buffer(d.buffer).data();
-    for (std::uint32_t i = 0; i < len; ++i) ASSERT_EQ(p[i], pattern(m, i)) << "message " << m << " byte " << i;
+    for (std::uint32_t i = 0; i < len; ++i)
+      ASSERT_EQ(p[i], pattern(m, i)) << "message " << m << " byte " << i;
     ASSERT_EQ(b_->release(d.buffer), Status::kOk);
   }
   EXPECT_EQ(a_->stats().send_errors, 0u);
@@ -137,12 +144,15 @@ TEST_P(EndpointTest, DoorbellBatchingPostsManyDescriptorsWithOneCall) {
   }
   std::uint64_t before = a_->stats().doorbells;
   ASSERT_GE(a_->poll(), static_cast<int>(kN));
-  EXPECT_EQ(a_->stats().doorbells - before, 1u) << "16 queued descriptors should take one post_send";
+  EXPECT_EQ(a_->stats().doorbells - before, 1u)
+      << "16 queued descriptors should take one post_send";
   EXPECT_EQ(a_->stats().sent, kN);
   for (std::uint32_t m = 0; m < kN; ++m) {
     Descriptor d;
-    ASSERT_TRUE(wait_receive(*a_, *b_, d)) << "message " << m << ": b dropped " << b_->stats().unknown_tag_drops
-                                           << " as unknown, received " << b_->stats().received << ", a sent " << a_->stats().sent << ", send errors " << a_->stats().send_errors;
+    ASSERT_TRUE(wait_receive(*a_, *b_, d))
+        << "message " << m << ": b dropped " << b_->stats().unknown_tag_drops
+        << " as unknown, received " << b_->stats().received << ", a sent " << a_->stats().sent
+        << ", send errors " << a_->stats().send_errors;
     EXPECT_EQ(d.data[0], static_cast<std::byte>(m));
   }
 }
@@ -206,7 +216,8 @@ TEST_P(EndpointTest, ReceivedBufferIsTheApplicationsUntilReleasedOnce) {
 // completion queue before that poll (b's notify fd turned readable), so each poll below reaps it.
 // The messages go by SEND: RC on a channel without a ring (a ring arrival takes no buffer).
 TEST_P(EndpointTest, FreedBuffersGoBackInBatchesWhileBusyAndAtOnceWhenIdle) {
-  if (GetParam() == Transport::kRc) std::tie(ab_, ba_) = connect_endpoints(*a_, *b_, {.ring = false});
+  if (GetParam() == Transport::kRc)
+    std::tie(ab_, ba_) = connect_endpoints(*a_, *b_, {.ring = false});
   ASSERT_FALSE(a_->ring_channel(ab_));
   ASSERT_EQ(b_->repost_batch(), 8u);
   (void)b_->poll();  // idle: whatever set-up left waiting goes back now
@@ -232,11 +243,13 @@ TEST_P(EndpointTest, FreedBuffersGoBackInBatchesWhileBusyAndAtOnceWhenIdle) {
   }
   arrive(7);
   if (HasFatalFailure()) return;
-  EXPECT_EQ(b_->stats().reposts, reposts + 1) << "eight freed buffers should go back with one post list";
+  EXPECT_EQ(b_->stats().reposts, reposts + 1)
+      << "eight freed buffers should go back with one post list";
   arrive(8);
   if (HasFatalFailure()) return;
   EXPECT_EQ(b_->stats().reposts, reposts + 1) << "a ninth freed buffer went back alone while busy";
-  EXPECT_EQ(b_->poll(), 1) << "an idle poll should repost the one buffer waiting, and do nothing else";
+  EXPECT_EQ(b_->poll(), 1)
+      << "an idle poll should repost the one buffer waiting, and do nothing else";
   EXPECT_EQ(b_->stats().reposts, reposts + 2);
   EXPECT_EQ(b_->poll(), 0) << "nothing left to do";
 }
@@ -250,7 +263,8 @@ TEST_P(EndpointTest, ClosedChannelRefusesSends) {
   EXPECT_EQ(a_->close_channel(ab_ + 50), Status::kNotFound);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, EndpointTest, ::testing::Values(Transport::kRc, Transport::kUd),
+INSTANTIATE_TEST_SUITE_P(Transports, EndpointTest,
+                         ::testing::Values(Transport::kRc, Transport::kUd),
                          [](const auto& p) { return p.param == Transport::kRc ? "RC" : "UD"; });
 
 // UD tag protection: a datagram from a QP that is no channel of the receiver is dropped and
@@ -435,7 +449,8 @@ TEST(EndpointRc, ChannelsThroughRdmaCm) {
     }
   }
   ChannelId sc = kNoChannel;
-  std::thread acceptor([&] { sc = server.accept_cm(10s); });  // the server is used by this thread only
+  std::thread acceptor(
+      [&] { sc = server.accept_cm(10s); });  // the server is used by this thread only
   ChannelId cc = client.connect_cm(addr, port, 10s);
   acceptor.join();
   ASSERT_NE(sc, kNoChannel);
@@ -454,7 +469,8 @@ TEST(EndpointRc, ChannelsThroughRdmaCm) {
   // closes its end; later sends on either side are refused, and a second close says so.
   int peer_closed = 0;
   std::thread server_side([&] {  // the server is used by this thread only until the join
-    for (auto end = std::chrono::steady_clock::now() + 10s; !peer_closed && std::chrono::steady_clock::now() < end;) {
+    for (auto end = std::chrono::steady_clock::now() + 10s;
+         !peer_closed && std::chrono::steady_clock::now() < end;) {
       (void)server.poll();
       peer_closed = server.service_channels();
     }
@@ -469,7 +485,8 @@ TEST(EndpointRc, ChannelsThroughRdmaCm) {
   EXPECT_EQ(server.service_channels(), 0);
   // Nothing listening: connect fails within its timeout, with an error naming rdma_cm.
   Endpoint lonely(config(Transport::kRc));
-  EXPECT_THROW((void)lonely.connect_cm(addr, static_cast<std::uint16_t>(port + 1), 2s), verbs::Error);
+  EXPECT_THROW((void)lonely.connect_cm(addr, static_cast<std::uint16_t>(port + 1), 2s),
+               verbs::Error);
   EXPECT_THROW((void)lonely.accept_cm(100ms), verbs::Error) << "accept without listen";
 }
 
@@ -521,8 +538,10 @@ TEST(EndpointRc, RdmaCmRefusesAServiceLevelItCannotApply) {
   Endpoint ep(c);
   for (int step = 0; step < 2; ++step) {
     try {
-      if (step == 0) (void)ep.listen_cm("127.0.0.1", 0);
-      else (void)ep.connect_cm("127.0.0.1", 1, 1s);
+      if (step == 0)
+        (void)ep.listen_cm("127.0.0.1", 0);
+      else
+        (void)ep.connect_cm("127.0.0.1", 1, 1s);
       FAIL() << "step " << step << " took a service level rdma_cm ignores";
     } catch (const verbs::Error& e) {
       EXPECT_EQ(e.error_number(), EINVAL) << e.what();

@@ -47,7 +47,8 @@ std::string without_buffer_size(std::string line) {
 }
 
 // Channels between `a` and `b` on which `a` takes b's buffers to be as large as its own.
-std::pair<ChannelId, ChannelId> connect_unbounded(Endpoint& a, Endpoint& b, const ChannelOptions& options = {}) {
+std::pair<ChannelId, ChannelId> connect_unbounded(Endpoint& a, Endpoint& b,
+                                                  const ChannelOptions& options = {}) {
   const ChannelOffer oa = a.offer_channel(options), ob = b.offer_channel(options);
   return {a.accept_offer(oa, without_buffer_size(ob.local)), b.accept_offer(ob, oa.local)};
 }
@@ -98,13 +99,15 @@ TEST(MisuseUd, OversizeArrivalsAreCountedAndTheEndpointKeepsHearing) {
   small.buffer_bytes = 256;
   small.free_queue_depth = 32;
   Endpoint r(small), healthy(small);
-  Endpoint big(test::endpoint_config(Transport::kUd)), stranger(test::endpoint_config(Transport::kUd));
+  Endpoint big(test::endpoint_config(Transport::kUd)),
+      stranger(test::endpoint_config(Transport::kUd));
   ASSERT_GT(big.max_message(), 512u) << "needs a path MTU above 512";
   const ChannelId big_r = connect_unbounded(big, r).first;
   const auto [hr, rh] = connect_endpoints(healthy, r);
   // The stranger has a channel to r; r has none to it.
   const ChannelOffer so = stranger.offer_channel();
-  const ChannelId stranger_r = stranger.accept_offer(so, without_buffer_size(r.offer_channel().local));
+  const ChannelId stranger_r =
+      stranger.accept_offer(so, without_buffer_size(r.offer_channel().local));
   settle(r);
   std::uint64_t received = 0;
   for (int round = 1; round <= 2; ++round) {
@@ -148,7 +151,8 @@ TEST(MisuseRc, OversizeArrivalFailsItsChannelAndTheBufferIsPostedAgain) {
   const auto [hr, rh] = connect_endpoints(healthy, r, {.ring = false});
   settle(r);
   ASSERT_EQ(send_bytes(big, big_r, pattern(1000, 1)), Status::kOk);
-  ASSERT_TRUE(pump(r, big, [&] { return r.stats().recv_errors == 1 && big.stats().send_errors == 1; }));
+  ASSERT_TRUE(
+      pump(r, big, [&] { return r.stats().recv_errors == 1 && big.stats().send_errors == 1; }));
   EXPECT_EQ(r.channel_status(r_big), Status::kClosed);
   EXPECT_EQ(big.channel_status(big_r), Status::kClosed);
   EXPECT_EQ(r.channel_status(rh), Status::kOk);
@@ -217,7 +221,8 @@ TEST(MisuseRc, ZeroCopySendsCountTheirHead) {
   const auto head = pattern(48, 5), body = pattern(64, 6);
   const std::string before = fingerprint(a);
   EXPECT_EQ(a.send_from(ab, head, body.data(), 1, 1), Status::kInvalidArgument);
-  EXPECT_EQ(a.send_from(ab, std::span(head).first(16), body.data(), 17, 2), Status::kInvalidArgument);
+  EXPECT_EQ(a.send_from(ab, std::span(head).first(16), body.data(), 17, 2),
+            Status::kInvalidArgument);
   EXPECT_EQ(a.send_from(ab, body.data(), 33, 3), Status::kInvalidArgument);
   EXPECT_TRUE(fingerprint(a) == before);
   OpCompletion c;
@@ -238,7 +243,8 @@ TEST_P(Misuse, OnlyTheOfferingEndpointAcceptsItsOffer) {
   const ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
   ASSERT_EQ(oa.slot, ob.slot);  // both slot 0: the case a slot number alone cannot tell apart
   const std::string before = fingerprint(b);
-  for (const ChannelOffer& forged : {oa, ChannelOffer{}, ChannelOffer{ob.local, ob.slot + 1, ob.nonce}}) {
+  for (const ChannelOffer& forged :
+       {oa, ChannelOffer{}, ChannelOffer{ob.local, ob.slot + 1, ob.nonce}}) {
     try {
       (void)b.accept_offer(forged, oa.local);
       FAIL() << "took an offer it did not make (slot " << forged.slot << ")";

@@ -1,12 +1,12 @@
 // Unit: the buffer-size field of a channel offer and the per-channel message limit.
+#include "offer_limit.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <span>
 #include <string>
 #include <string_view>
-
-#include "offer_limit.h"
 
 namespace unet::core::offer {
 namespace {
@@ -18,7 +18,8 @@ TEST(OfferLimit, TheFieldRoundTripsAndComesOffTheLineEnd) {
     std::uint32_t got = 7;
     ASSERT_TRUE(split_buffer_field(v, got)) << line;
     EXPECT_EQ(got, bytes);
-    EXPECT_EQ(v, "unet-oob/1 head ring=40x400") << "the rest of the line is left for the ring field";
+    EXPECT_EQ(v, "unet-oob/1 head ring=40x400")
+        << "the rest of the line is left for the ring field";
   }
   EXPECT_EQ(encode_buffer_field(4096), " buf=1000");
 }
@@ -32,8 +33,9 @@ TEST(OfferLimit, ALineWithoutTheFieldStatesNoBuffer) {
 }
 
 TEST(OfferLimit, MalformedOrOutOfRangeFieldsAreRefusedWithNothingChanged) {
-  for (const char* bad : {" buf=", " buf=0", " buf=0400", " buf=400 ", " buf=40G", " buf=4O0", " buf=-400",
-                          " buf=+400", " buf=80000001", " buf=fffffffff", " buf=1x2", " buf=400\n\n"}) {
+  for (const char* bad :
+       {" buf=", " buf=0", " buf=0400", " buf=400 ", " buf=40G", " buf=4O0", " buf=-400",
+        " buf=+400", " buf=80000001", " buf=fffffffff", " buf=1x2", " buf=400\n\n"}) {
     const std::string line = std::string("unet-oob/1 head") + bad + "\n";
     std::string_view v = line;
     std::uint32_t got = 7;
@@ -78,8 +80,10 @@ TEST(OfferLimit, AChannelSendsNoMoreThanBothEndsTake) {
   EXPECT_EQ(channel_limit(4096, true, 1024, 4096), 1024u) << "UD: the peer's smaller MTU";
   EXPECT_EQ(channel_limit(1024, true, 4096, 4096), 1024u) << "UD: ours";
   EXPECT_EQ(channel_limit(1024, true, 1024, 512), 512u) << "UD: the peer's smaller buffers";
-  EXPECT_EQ(channel_limit(65536, false, 1024, 8192), 8192u) << "RC: the MTU does not bound a message";
-  EXPECT_EQ(channel_limit(4096, false, 1024, 0), 4096u) << "a peer that said nothing bounds nothing";
+  EXPECT_EQ(channel_limit(65536, false, 1024, 8192), 8192u)
+      << "RC: the MTU does not bound a message";
+  EXPECT_EQ(channel_limit(4096, false, 1024, 0), 4096u)
+      << "a peer that said nothing bounds nothing";
   EXPECT_EQ(channel_limit(4096, true, 0, 0), 4096u);
 }
 

@@ -13,9 +13,9 @@
 
 #include "endpoint_support.h"
 #include "netem.h"
+#include "ring_offer.h"
 #include "unet/core/endpoint.h"
 #include "unet/core/remote_token.h"
-#include "ring_offer.h"
 #include "unet/verbs/completion_queue.h"
 #include "unet/verbs/connection_info.h"
 #include "unet/verbs/connection_manager.h"
@@ -41,7 +41,9 @@ EndpointConfig ring_config(std::uint8_t rnr_retry = 7) {
   return c;
 }
 
-std::byte pattern(std::uint64_t msg, std::uint32_t i) { return static_cast<std::byte>(msg * 167 + i * 13 + 5); }
+std::byte pattern(std::uint64_t msg, std::uint32_t i) {
+  return static_cast<std::byte>(msg * 167 + i * 13 + 5);
+}
 
 // Messages before this one fit a slot: enough to pass the 16-bit ring sequence wrap quickly.
 constexpr std::uint64_t kRingOnly = 70000;
@@ -56,19 +58,25 @@ struct Direction {
   std::uint64_t sent = 0, received = 0;
   std::deque<BufferId> held;  // arrivals the receiver keeps a while (holding ring slots back)
   std::uint64_t ring_only;    // messages before this one fit a slot
-  Direction(Endpoint& f, Endpoint& t, ChannelId o, ChannelId i, std::uint64_t seed, std::uint64_t fit = kRingOnly)
+  Direction(Endpoint& f, Endpoint& t, ChannelId o, ChannelId i, std::uint64_t seed,
+            std::uint64_t fit = kRingOnly)
       : from(f), to(t), out(o), in(i), sizes_tx(seed), sizes_rx(seed), ring_only(fit) {}
   std::uint32_t size(std::mt19937_64& g, std::uint64_t n) const {
     const std::uint64_t r = g();
     if (n < ring_only) return 1 + static_cast<std::uint32_t>((r >> 8) % kCapacity);
     // Mostly ring-sized, some larger (fallback), a few at the edges.
     switch (r % 16) {
-      case 0: return 1;
-      case 1: return kCapacity;
-      case 2: return kCapacity + 1;
+      case 0:
+        return 1;
+      case 1:
+        return kCapacity;
+      case 2:
+        return kCapacity + 1;
       case 3:
-      case 4: return kCapacity + 1 + static_cast<std::uint32_t>((r >> 8) % 1500);
-      default: return 1 + static_cast<std::uint32_t>((r >> 8) % kCapacity);
+      case 4:
+        return kCapacity + 1 + static_cast<std::uint32_t>((r >> 8) % 1500);
+      default:
+        return 1 + static_cast<std::uint32_t>((r >> 8) % kCapacity);
     }
   }
 };
@@ -107,11 +115,14 @@ void take_arrivals(Direction& d, std::mt19937& rng) {
     const std::uint32_t len = d.size(d.sizes_rx, d.received);
     ASSERT_EQ(a.length, len) << "message " << d.received << ": lost, repeated or out of order";
     const std::byte* p = a.is_inline() ? a.data : d.to.buffer(a.buffer).data();
-    for (std::uint32_t i = 0; i < len; ++i) ASSERT_EQ(p[i], pattern(d.received, i)) << "message " << d.received;
+    for (std::uint32_t i = 0; i < len; ++i)
+      ASSERT_EQ(p[i], pattern(d.received, i)) << "message " << d.received;
     ++d.received;
     if (!a.is_inline()) {
-      if (d.received > d.ring_only && rng() % 8 == 0) d.held.push_back(a.buffer);
-      else ASSERT_EQ(d.to.release(a.buffer), Status::kOk);
+      if (d.received > d.ring_only && rng() % 8 == 0)
+        d.held.push_back(a.buffer);
+      else
+        ASSERT_EQ(d.to.release(a.buffer), Status::kOk);
     }
   }
   while (!d.held.empty() && (d.held.size() > 6 || rng() % 3 == 0)) {
@@ -126,7 +137,8 @@ void exchange(Direction& x, Direction& y, std::uint64_t messages, std::chrono::s
   std::mt19937 rng(5);
   const std::uint64_t window = 24;  // < free queue (128) less the repost batch and held buffers
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while ((x.received < messages || y.received < messages) && std::chrono::steady_clock::now() < deadline) {
+  while ((x.received < messages || y.received < messages) &&
+         std::chrono::steady_clock::now() < deadline) {
     for (Direction* d : {&x, &y})
       for (int k = 0; k < 8 && d->sent < messages && d->sent - d->received < window; ++k)
         if (!send_next(*d)) break;
@@ -167,7 +179,8 @@ TEST(RingChannel, TortureBothWaysByteExactInOrderAcrossRingAndFallback) {
     EXPECT_EQ(st.recv_overflow_drops, 0u);
     EXPECT_EQ(st.ring_protocol_errors, 0u);
     EXPECT_GT(st.ring_sent, 65536u) << "the 16-bit sequence numbers wrapped";
-    EXPECT_GT(st.ring_fallbacks, (messages - kRingOnly) / 8) << "larger messages and no-credit moments went by SEND";
+    EXPECT_GT(st.ring_fallbacks, (messages - kRingOnly) / 8)
+        << "larger messages and no-credit moments went by SEND";
     EXPECT_GT(st.ring_credit_writes, 0u);
     EXPECT_EQ(st.sent, messages) << "every message was posted, by ring or SEND";
     EXPECT_EQ(st.ring_sent + st.ring_fallbacks, messages);
@@ -326,11 +339,13 @@ TEST(RingChannel, CloseDuringTrafficLosesNothingSilently) {
     (void)a.poll();
     (void)b.poll();
   }
-  EXPECT_EQ(a.channel_status(ab), Status::kClosed) << "a's writes into a closed ring failed its channel";
+  EXPECT_EQ(a.channel_status(ab), Status::kClosed)
+      << "a's writes into a closed ring failed its channel";
   EXPECT_GT(a.stats().send_errors, 0u) << "and the failed sends were reported";
   std::byte m[8] = {};
   EXPECT_EQ(a.send_inline(ab, m), Status::kClosed);
-  for (int k = 0; k < 10; ++k) ASSERT_GE(a.poll(), 0);  // the sends queued before the failure are reported
+  for (int k = 0; k < 10; ++k)
+    ASSERT_GE(a.poll(), 0);  // the sends queued before the failure are reported
   while (!x.held.empty()) {
     ASSERT_EQ(b.release(x.held.front()), Status::kOk);
     x.held.pop_front();
@@ -444,7 +459,8 @@ TEST(RingChannel, RingMessagesBeforeASendDroppedForAFullReceiveQueueStillCome) {
   Endpoint a(ring_config()), b(cb);
   auto [ab, ba] = connect_endpoints(a, b);
   const auto poll_for = [&](std::chrono::milliseconds t) {
-    for (const auto end = std::chrono::steady_clock::now() + t; std::chrono::steady_clock::now() < end;) {
+    for (const auto end = std::chrono::steady_clock::now() + t;
+         std::chrono::steady_clock::now() < end;) {
       ASSERT_GE(a.poll(), 0);
       ASSERT_GE(b.poll(), 0);
     }
@@ -472,7 +488,8 @@ TEST(RingChannel, RingMessagesBeforeASendDroppedForAFullReceiveQueueStillCome) {
     Descriptor d;
     ASSERT_TRUE(m < queued ? b.receive(d) == Status::kOk : test::wait_receive(a, b, d, 2s))
         << "message " << m << " of " << kSmall << " (" << queued << " were queued; ring_received "
-        << b.stats().ring_received << ", ring_protocol_errors " << b.stats().ring_protocol_errors << ")";
+        << b.stats().ring_received << ", ring_protocol_errors " << b.stats().ring_protocol_errors
+        << ")";
     EXPECT_EQ(d.channel, ba);
     EXPECT_EQ(d.data[0], std::byte(m));
   }
@@ -489,7 +506,8 @@ TEST(RingChannel, RdmaCmChannelsAreRingChannels) {
   Endpoint a(ring_config(0)), b(ring_config(0)), c(ring_config(0));
   const std::uint16_t port = b.listen_cm(addr, 0);
   ChannelId ba = kNoChannel;
-  std::thread acceptor([&] { ba = b.accept_cm(10s); });  // b is used by this thread only until the join
+  std::thread acceptor(
+      [&] { ba = b.accept_cm(10s); });  // b is used by this thread only until the join
   const ChannelId ab = a.connect_cm(addr, port, 10s);
   acceptor.join();
   ASSERT_NE(ba, kNoChannel);
@@ -535,7 +553,8 @@ TEST(RingChannel, RdmaCmChannelsAreRingChannels) {
   // a closes: b answers the disconnect, and the ring of that channel is no longer b's.
   int closed = 0;
   std::thread server_side([&] {  // b is used by this thread only until the join
-    for (auto end = std::chrono::steady_clock::now() + 10s; !closed && std::chrono::steady_clock::now() < end;) {
+    for (auto end = std::chrono::steady_clock::now() + 10s;
+         !closed && std::chrono::steady_clock::now() < end;) {
       (void)b.poll();
       closed = b.service_channels();
     }
@@ -565,7 +584,8 @@ TEST(RingChannel, RdmaCmMalformedGrantIsRefusedWithNothingKept) {
   verbs::CmParams bad;
   bad.timeout = 10s;
   bad.private_data.resize(ring::kGrantBytes);
-  ring::encode_grant({{3, 1000}, 0x1000, 1}, std::span<std::byte, ring::kGrantBytes>(bad.private_data));
+  ring::encode_grant({{3, 1000}, 0x1000, 1},
+                     std::span<std::byte, ring::kGrantBytes>(bad.private_data));
   int error = 0;
   std::thread acceptor([&] {  // b is used by this thread only until the join
     try {

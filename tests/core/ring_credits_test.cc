@@ -1,12 +1,12 @@
 // Unit: ring credits (core/src/ring_credits.h): the writer's window over the peer's ring and the
 // reader's in-order freeing, across wrap-around of every running total.
+#include "ring_credits.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
 #include <vector>
-
-#include "ring_credits.h"
 
 namespace unet::core::ring {
 namespace {
@@ -30,7 +30,8 @@ TEST(RingCredits, ImpossibleTotalsAreRefusedAndChangeNothing) {
   EXPECT_FALSE(w.update(6)) << "frees a slot never written";
   EXPECT_FALSE(w.update16(6));
   EXPECT_FALSE(w.update16(0x7fff));
-  EXPECT_FALSE(w.update(std::uint64_t{1} << 40 | 6)) << "only the low 32 bits count, and they are ahead";
+  EXPECT_FALSE(w.update(std::uint64_t{1} << 40 | 6))
+      << "only the low 32 bits count, and they are ahead";
   EXPECT_EQ(w.available(), 3u);
   EXPECT_TRUE(w.update16(0xfffc)) << "behind what we know: old news, not an error";
   EXPECT_EQ(w.available(), 3u);

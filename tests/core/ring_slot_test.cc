@@ -1,5 +1,7 @@
 // Unit: the ring slot codec (core/src/ring_slot.h), the offer's ring field and the rdma_cm grant
 // (ring_offer.h).
+#include "ring_slot.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -8,7 +10,6 @@
 #include <string>
 
 #include "ring_offer.h"
-#include "ring_slot.h"
 #include "unet/core/endpoint.h"
 
 namespace unet::core::ring {
@@ -36,7 +37,8 @@ TEST(RingSlot, SizesAndOffsets) {
   EXPECT_EQ(pad8(9), 16u);
   EXPECT_EQ(wire_bytes(8, false), 24u) << "an 8-byte message: head, payload, tail";
   EXPECT_EQ(wire_bytes(8, true), 32u);
-  EXPECT_EQ(wire_bytes(capacity(kSlot), true), kSlot) << "the largest payload with imm fills the slot";
+  EXPECT_EQ(wire_bytes(capacity(kSlot), true), kSlot)
+      << "the largest payload with imm fills the slot";
   EXPECT_LE(wire_bytes(capacity(kSlot), false), kSlot);
   Head h;
   h.length = 13;
@@ -63,7 +65,8 @@ TEST(RingSlot, HeadFieldsRoundTrip) {
   w = head_word(h);
   EXPECT_FALSE(imm_of(w));
   EXPECT_EQ(length_of(w), 1u);
-  EXPECT_NE(head_word(Head{0, 1, false, 0, 0}), 0u) << "a head is never zero, so a zeroed slot is never a message";
+  EXPECT_NE(head_word(Head{0, 1, false, 0, 0}), 0u)
+      << "a head is never zero, so a zeroed slot is never a message";
 }
 
 TEST(RingSlot, ATakenSlotNeedsTheExpectedSeqAndTheTailThatRepeatsTheHead) {
@@ -81,7 +84,8 @@ TEST(RingSlot, ATakenSlotNeedsTheExpectedSeqAndTheTailThatRepeatsTheHead) {
       ASSERT_LE(tail + kTailBytes, kSlot);
       EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 5, head), Slot::kMessage) << len;
       EXPECT_EQ(head, head_word(h));
-      EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 6, head), Slot::kEmpty) << "another seq: not this lap";
+      EXPECT_EQ(read_slot(s.bytes.data(), kSlot, 6, head), Slot::kEmpty)
+          << "another seq: not this lap";
       // Half written, either way round: the head without the tail, or the tail without the head.
       SlotImage first = s;
       std::memset(first.bytes.data() + tail, 0, 8);
@@ -148,7 +152,8 @@ TEST(RingSlot, AWritePlacedByteByByteIsTakenOnlyWhenItsBytesAreAllThere) {
             if (got == Slot::kMessage) {
               EXPECT_EQ(head, head_word(h));
               EXPECT_EQ(std::memcmp(s.bytes.data(), full.bytes.data(), wire), 0)
-                  << "taken with bytes missing: len " << len << ", " << k << " of " << wire << " placed";
+                  << "taken with bytes missing: len " << len << ", " << k << " of " << wire
+                  << " placed";
             }
             if (k == wire) {
               EXPECT_EQ(got, Slot::kMessage) << len;
@@ -164,7 +169,8 @@ TEST(RingSlot, AMessageWaitsOnlyForSendsSentBeforeIt) {
     Head h{1, 8, false, taken, 0};
     EXPECT_FALSE(waits_for_send(head_word(h), taken)) << taken;
     h.fallbacks = static_cast<std::uint16_t>(taken + 1);
-    EXPECT_TRUE(waits_for_send(head_word(h), taken)) << taken << ": the SEND before it is on its way";
+    EXPECT_TRUE(waits_for_send(head_word(h), taken))
+        << taken << ": the SEND before it is on its way";
     h.fallbacks = static_cast<std::uint16_t>(taken - 1);
     EXPECT_FALSE(waits_for_send(head_word(h), taken)) << taken << ": from before a dropped SEND";
   }
@@ -190,10 +196,11 @@ TEST(RingOffer, FieldRoundTripsAndIsSplitOffTheLine) {
 }
 
 TEST(RingOffer, MalformedOrInvalidFieldsAreRefusedWithNothingChanged) {
-  for (const char* bad : {" ring=", " ring=40", " ring=40x", " ring=x400", " ring=3x400", " ring=1x400",
-                          " ring=8000x400", " ring=40x404", " ring=40x10", " ring=40x10008", " ring=040x400",
-                          " ring=40X400", " ring=4gx400", " ring=40x400 ", " ring=40x400x8", " ring=-40x400",
-                          " ring=40x+400", " ring=123456789x400"}) {
+  for (const char* bad :
+       {" ring=", " ring=40", " ring=40x", " ring=x400", " ring=3x400", " ring=1x400",
+        " ring=8000x400", " ring=40x404", " ring=40x10", " ring=40x10008", " ring=040x400",
+        " ring=40X400", " ring=4gx400", " ring=40x400 ", " ring=40x400x8", " ring=-40x400",
+        " ring=40x+400", " ring=123456789x400"}) {
     const std::string line = std::string("unet-oob/1 head") + bad + "\n";
     std::string_view v = line;
     Geometry g{7, 9};
@@ -203,7 +210,6 @@ TEST(RingOffer, MalformedOrInvalidFieldsAreRefusedWithNothingChanged) {
     EXPECT_EQ(g.slot_bytes, 9u) << bad;
   }
 }
-
 
 // rdma_cm's private data: a grant round-trips at the start of CM-padded data; data without the
 // magic (another application's, or none) is no ring; a grant cut short, of an invalid geometry
@@ -219,7 +225,8 @@ TEST(RingGrant, RoundTripsInPaddedPrivateDataAndOthersAreNoRing) {
   EXPECT_EQ(out.geometry.slot_bytes, 1024u);
   EXPECT_EQ(out.addr, g.addr);
   EXPECT_EQ(out.rkey, g.rkey);
-  ASSERT_TRUE(decode_grant(std::span<const std::byte>(pd.data(), kGrantBytes), out)) << "exactly the grant";
+  ASSERT_TRUE(decode_grant(std::span<const std::byte>(pd.data(), kGrantBytes), out))
+      << "exactly the grant";
 
   const std::array<std::byte, 56> zeros{};
   Grant none{{8, 64}, 1, 1};
@@ -237,10 +244,12 @@ TEST(RingGrant, CutShortInvalidOrNullGrantsAreRefusedWithNothingChanged) {
     return b;
   };
   const Grant keep{{16, 256}, 0x1000, 7};
-  for (const Grant& bad : {Grant{{3, 1024}, 0x1000, 1}, Grant{{0, 1024}, 0x1000, 1}, Grant{{64, 1020}, 0x1000, 1},
-                           Grant{{64, 16}, 0x1000, 1}, Grant{{1u << 15, 1024}, 0x1000, 1}, Grant{{64, 1024}, 0, 1}}) {
+  for (const Grant& bad :
+       {Grant{{3, 1024}, 0x1000, 1}, Grant{{0, 1024}, 0x1000, 1}, Grant{{64, 1020}, 0x1000, 1},
+        Grant{{64, 16}, 0x1000, 1}, Grant{{1u << 15, 1024}, 0x1000, 1}, Grant{{64, 1024}, 0, 1}}) {
     Grant g = keep;
-    EXPECT_FALSE(decode_grant(encoded(bad), g)) << bad.geometry.slots << "x" << bad.geometry.slot_bytes;
+    EXPECT_FALSE(decode_grant(encoded(bad), g))
+        << bad.geometry.slots << "x" << bad.geometry.slot_bytes;
     EXPECT_EQ(g.geometry.slots, 16u);
     EXPECT_EQ(g.addr, 0x1000u);
   }

@@ -47,7 +47,8 @@ TEST(RttEstimator, LaterSamplesFollowRfc6298) {
   EXPECT_EQ(e.rttvar(), 5750us);
   EXPECT_EQ(e.srtt(), 11ms);
   EXPECT_EQ(e.rto(), 34ms);
-  // RTTVAR = 3/4 * 5.75 + 1/4 * |11 - 3| = 6.3125; SRTT = 7/8 * 11 + 1/8 * 3 = 10; RTO = 10 + 25.25.
+  // RTTVAR = 3/4 * 5.75 + 1/4 * |11 - 3| = 6.3125; SRTT = 7/8 * 11 + 1/8 * 3 = 10; RTO = 10
+  // + 25.25.
   e.sample(3ms);
   EXPECT_EQ(e.rttvar(), 6312500ns);
   EXPECT_EQ(e.srtt(), 10ms);
@@ -64,7 +65,7 @@ TEST(RttEstimator, GranularityFloorsTheVarianceTerm) {
 }
 
 TEST(RttEstimator, RtoClampedToMinimum) {
-  RttEstimator e;  // min_rto 2 ms
+  RttEstimator e;   // min_rto 2 ms
   e.sample(100us);  // 100 + max(100, 200) = 300 us
   EXPECT_EQ(e.srtt(), 100us);
   EXPECT_EQ(e.rto(), 2ms);
@@ -148,7 +149,7 @@ TEST(RttEstimator, ValidateRefusesBadConfigs) {
       with([](RttConfig& c) { c.min_rto = 0ns; }),
       with([](RttConfig& c) { c.min_rto = -1ms; }),
       with([](RttConfig& c) { c.initial_rto = 1ms; }),  // below min_rto (2 ms)
-      with([](RttConfig& c) { c.max_rto = 100ms; }),    // below initial_rto (200 ms)
+      with([](RttConfig& c) { c.max_rto = 100ms; }),  // below initial_rto (200 ms)
       with([](RttConfig& c) { c.granularity = -1ns; }),
   };
   for (const RttConfig& c : bad) {

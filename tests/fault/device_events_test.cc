@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "endpoint_support.h"
@@ -56,7 +56,8 @@ TEST_F(DeviceEvents, PortDownAndUpReachEveryEndpointOnTheDevice) {
     ASSERT_TRUE(link.down());
     ASSERT_TRUE(serve_until({&rc, &ud}, [&] { return !rc.port_active() && !ud.port_active(); }))
         << "PORT_ERR not seen: rc " << rc.stats().port_errors << ", ud " << ud.stats().port_errors
-        << " (device events " << rc.stats().device_events << ", " << ud.stats().device_events << ")";
+        << " (device events " << rc.stats().device_events << ", " << ud.stats().device_events
+        << ")";
     EXPECT_GE(rc.stats().port_errors, 1u);
     EXPECT_GE(ud.stats().port_errors, 1u);
     ASSERT_TRUE(link.up());
@@ -96,7 +97,8 @@ TEST_F(DeviceEvents, AnAddressTakenAwayIsAGidChangeAndOurGidIsGone) {
       << "gid_changes " << ep.stats().gid_changes << ", gid_current " << ep.gid_current();
   const std::uint64_t seen = ep.stats().gid_changes;
   ASSERT_EQ(run("ip addr add " + cidr + " dev " + dev + " && echo ok"), "ok\n");
-  ASSERT_TRUE(serve_until({&ep}, [&] { return ep.stats().gid_changes > seen; })) << "no GID_CHANGE on re-adding";
+  ASSERT_TRUE(serve_until({&ep}, [&] { return ep.stats().gid_changes > seen; }))
+      << "no GID_CHANGE on re-adding";
   EXPECT_FALSE(ep.device_failed());
   EXPECT_TRUE(ep.port_active());
 }

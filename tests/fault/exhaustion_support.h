@@ -24,7 +24,9 @@ using core::Endpoint;
 using core::EndpointConfig;
 using core::Transport;
 
-inline std::byte pattern(std::uint32_t msg, std::uint32_t i) { return static_cast<std::byte>(msg * 131 + i * 7 + 1); }
+inline std::byte pattern(std::uint32_t msg, std::uint32_t i) {
+  return static_cast<std::byte>(msg * 131 + i * 7 + 1);
+}
 
 // Message m's length: 100 .. 999 bytes, so every arrival holds a buffer (above the 44-byte
 // descriptor payload) and some are posted inline by the sender, some not.
@@ -32,7 +34,7 @@ inline std::uint32_t length_of(std::uint32_t m) { return 100 + (m * 97) % 900; }
 
 // Polls `eps` until `done()` holds or `timeout` passes; false on a timeout or a device error.
 inline bool pump(std::initializer_list<Endpoint*> eps, const std::function<bool()>& done,
-          std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+                 std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     for (Endpoint* e : eps)
@@ -67,10 +69,11 @@ inline Status push_message(Endpoint& src, ChannelId ch, std::uint32_t m) {
 // Sends messages [first, first+n) from src, polling `eps` on back-pressure; false on a timeout or
 // another status.
 inline bool send_messages(Endpoint& src, ChannelId ch, std::uint32_t first, std::uint32_t n,
-                   std::initializer_list<Endpoint*> eps) {
+                          std::initializer_list<Endpoint*> eps) {
   for (std::uint32_t m = first; m < first + n; ++m) {
     Status s = Status::kNoResource;
-    if (!pump(eps, [&] { return (s = push_message(src, ch, m)) != Status::kNoResource; })) return false;
+    if (!pump(eps, [&] { return (s = push_message(src, ch, m)) != Status::kNoResource; }))
+      return false;
     if (s != Status::kOk) return false;
   }
   return true;
@@ -78,16 +81,22 @@ inline bool send_messages(Endpoint& src, ChannelId ch, std::uint32_t first, std:
 
 // Takes the next arrival of dst (polling `eps`), checks it is message m on channel ch, and
 // releases its buffer unless `hold` keeps it. Empty on success, else what was wrong.
-inline std::string expect_message(Endpoint& dst, ChannelId ch, std::uint32_t m, std::initializer_list<Endpoint*> eps,
-                           std::vector<BufferId>* hold = nullptr) {
+inline std::string expect_message(Endpoint& dst, ChannelId ch, std::uint32_t m,
+                                  std::initializer_list<Endpoint*> eps,
+                                  std::vector<BufferId>* hold = nullptr) {
   Descriptor d;
-  if (!pump(eps, [&] { return dst.receive(d) == Status::kOk; })) return "message " + std::to_string(m) + " never arrived";
+  if (!pump(eps, [&] { return dst.receive(d) == Status::kOk; }))
+    return "message " + std::to_string(m) + " never arrived";
   const std::uint32_t len = length_of(m);
-  if (d.channel != ch) return "message " + std::to_string(m) + " on channel " + std::to_string(d.channel);
-  if (d.length != len) return "message " + std::to_string(m) + " is " + std::to_string(d.length) + " bytes, not " + std::to_string(len);
+  if (d.channel != ch)
+    return "message " + std::to_string(m) + " on channel " + std::to_string(d.channel);
+  if (d.length != len)
+    return "message " + std::to_string(m) + " is " + std::to_string(d.length) + " bytes, not " +
+           std::to_string(len);
   const std::byte* p = d.is_inline() ? d.data : dst.buffer(d.buffer).data();
   for (std::uint32_t i = 0; i < len; ++i)
-    if (p[i] != pattern(m, i)) return "message " + std::to_string(m) + " byte " + std::to_string(i) + " differs";
+    if (p[i] != pattern(m, i))
+      return "message " + std::to_string(m) + " byte " + std::to_string(i) + " differs";
   if (!d.is_inline()) {
     if (hold)
       hold->push_back(d.buffer);

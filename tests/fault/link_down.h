@@ -1,9 +1,9 @@
 // Link down (label fault), shared by link_down_{core,uam,stream}_test.cc: the interface under a
 // connection is taken down (`ip link set DEV down`, done here with SIOCSIFFLAGS) in the middle of
-// traffic, for core RC, uam over UD and the ulp stream (over UD). Under ci/rxe-vm --two-dev the broken pair is rxe2 (veth2) <-> rxe3
-// (veth3), a veth pair of its own (UNET_RXE_DEVS2): veth2 down takes veth3's carrier with it, so
-// both ends lose their link, while the healthy pair runs on rxe0 <-> rxe1 (veth0/veth1,
-// UNET_RXE_DEVS). On both ends of the broken pair:
+// traffic, for core RC, uam over UD and the ulp stream (over UD). Under ci/rxe-vm --two-dev the
+// broken pair is rxe2 (veth2) <-> rxe3 (veth3), a veth pair of its own (UNET_RXE_DEVS2): veth2 down
+// takes veth3's carrier with it, so both ends lose their link, while the healthy pair runs on rxe0
+// <-> rxe1 (veth0/veth1, UNET_RXE_DEVS). On both ends of the broken pair:
 //   - every operation completes exactly once: those in flight at the link-down with an error
 //     unless they completed before it, those issued after it with an error, all within the
 //     bound the configuration promises (measured from the link-down);
@@ -14,9 +14,9 @@
 // rxe3 "Polling"), the GIDs stay. The end whose netdev went down has no route any more: the next
 // packet its RC QP builds fails at once (kLocalQpOperationError, within milliseconds), and so do
 // UD sends, which put that endpoint's one UD QP in the error state: core resets it and moves it
-// back to RTS, so once the link is back a new channel between the same endpoints works. The other end only
-// loses its carrier: the kernel flushes its neighbour (ARP) entries, so its packets wait in the
-// neighbour queue for a resolution that fails after mcast_solicit * retrans_time_ms (3 s by
+// back to RTS, so once the link is back a new channel between the same endpoints works. The other
+// end only loses its carrier: the kernel flushes its neighbour (ARP) entries, so its packets wait
+// in the neighbour queue for a resolution that fails after mcast_solicit * retrans_time_ms (3 s by
 // default) before they are dropped; RC reports kRetryExceeded only after that (6-9 s seen with the
 // defaults, 0.8-1 s with 100 ms), which the RC test sets to keep short, and its bound includes.
 // uam over UD fails both ends on its own timers (kRetryExceeded), the stream on its dead-peer
@@ -69,7 +69,7 @@ inline std::string port_state(const std::string& rxe) {
 
 // Waits up to `timeout` for every device's port to be in `state`.
 inline bool wait_ports(const std::vector<std::string>& devs, const std::string& state,
-                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   const auto until = Clock::now() + timeout;
   for (;;) {
     bool all = true;

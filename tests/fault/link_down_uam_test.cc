@@ -164,7 +164,8 @@ TEST_F(LinkDown, UamUdOutstandingRequestsFailInBoundAndAHealthyPairKeepsAnswerin
       ASSERT_GE(x.poll(), 0);
       ASSERT_GE(y.poll(), 0);
     }
-    EXPECT_EQ(s.ok, ok + 1) << "no answer on a new channel from " << broken_[i] << " after the link came back";
+    EXPECT_EQ(s.ok, ok + 1) << "no answer on a new channel from " << broken_[i]
+                            << " after the link came back";
     EXPECT_EQ(s.replies, replies + 1) << broken_[i];
   }
 }

@@ -73,7 +73,8 @@ TEST_F(LossyLink, RcDeliversEveryMessageOnceInOrderIntact) {
     while (sent < kMessages && sent - acked < kWindow) {
       std::uint8_t* m = &tx[(sent % kWindow) * kSize];
       std::memcpy(m, &sent, sizeof sent);  // sequence number, then a pattern seeded by it
-      for (std::uint32_t k = sizeof sent; k < kSize; ++k) m[k] = static_cast<std::uint8_t>(sent * 31 + k);
+      for (std::uint32_t k = sizeof sent; k < kSize; ++k)
+        m[k] = static_cast<std::uint8_t>(sent * 31 + k);
       verbs::SendRequest w(IBV_WR_SEND, m, kSize, tx_mr.lkey(), sent);
       ASSERT_EQ(b_.qp->post_send(w.wr), Status::kOk);
       ++sent;
@@ -94,7 +95,8 @@ TEST_F(LossyLink, RcDeliversEveryMessageOnceInOrderIntact) {
       std::memcpy(&seq, m, sizeof seq);
       ASSERT_EQ(seq, received) << "message lost, duplicated or reordered";
       for (std::uint32_t b = sizeof seq; b < kSize; ++b)
-        ASSERT_EQ(m[b], static_cast<std::uint8_t>(seq * 31 + b)) << "message " << seq << " corrupted at " << b;
+        ASSERT_EQ(m[b], static_cast<std::uint8_t>(seq * 31 + b))
+            << "message " << seq << " corrupted at " << b;
       ++received;
       ASSERT_EQ(post_rx(static_cast<std::uint32_t>(wc[k].wr_id)), Status::kOk);
     }

@@ -28,13 +28,16 @@ namespace {
 using namespace std::chrono_literals;
 
 // The active MTU of rxe device `rxe`'s port 1.
-std::uint32_t active_mtu(const std::string& rxe) { return verbs::Context::open(rxe)->port(1).active_mtu; }
+std::uint32_t active_mtu(const std::string& rxe) {
+  return verbs::Context::open(rxe)->port(1).active_mtu;
+}
 
 // Sets `netdev`'s MTU for the test and puts 1500 back after, waiting each time until `rxe`'s
 // port shows the MTU that follows from it.
 class NetdevMtu {
  public:
-  NetdevMtu(std::string rxe, std::string netdev) : rxe_(std::move(rxe)), netdev_(std::move(netdev)) {}
+  NetdevMtu(std::string rxe, std::string netdev)
+      : rxe_(std::move(rxe)), netdev_(std::move(netdev)) {}
   ~NetdevMtu() { (void)set(1500, 1024); }
   bool set(int mtu, std::uint32_t expect) {
     (void)run("ip link set dev " + netdev_ + " mtu " + std::to_string(mtu));
@@ -84,10 +87,12 @@ TEST_F(MtuMismatch, AUdChannelCarriesTheSmallerMtuAndRefusesMore) {
     const auto to_b = pattern(1024, round), to_a = pattern(1024, round + 100);
     ASSERT_EQ(send_bytes(a, ab, to_b), Status::kOk);
     core::Descriptor d;
-    ASSERT_TRUE(wait_receive(a, b, d)) << "round " << round << ": the largest message a->b was lost";
+    ASSERT_TRUE(wait_receive(a, b, d))
+        << "round " << round << ": the largest message a->b was lost";
     EXPECT_EQ(take(b, d), to_b);
     ASSERT_EQ(send_bytes(b, ba, to_a), Status::kOk);
-    ASSERT_TRUE(wait_receive(b, a, d)) << "round " << round << ": the largest message b->a was lost";
+    ASSERT_TRUE(wait_receive(b, a, d))
+        << "round " << round << ": the largest message b->a was lost";
     EXPECT_EQ(take(a, d), to_a);
   }
   const core::EndpointStats before = a.stats();
@@ -113,7 +118,8 @@ TEST_F(MtuMismatch, ActiveMessagesCarryTheSmallerMtu) {
   int replies = 0;
   ASSERT_EQ(b.on_request(1,
                          [&](uam::Token& t, const uam::Message& m) {
-                           EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), request.begin(), request.end()));
+                           EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(),
+                                                  request.begin(), request.end()));
                            const std::uint64_t w = 7;
                            EXPECT_EQ(b.reply(t, 2, std::span(&w, 1), reply), Status::kOk);
                            return uam::Disposition::kDone;
@@ -121,7 +127,8 @@ TEST_F(MtuMismatch, ActiveMessagesCarryTheSmallerMtu) {
             Status::kOk);
   ASSERT_EQ(a.on_reply(2,
                        [&](const uam::Message& m) {
-                         EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), reply.begin(), reply.end()));
+                         EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), reply.begin(),
+                                                reply.end()));
                          ++replies;
                          return uam::Disposition::kDone;
                        }),
@@ -153,7 +160,8 @@ TEST_F(MtuMismatch, DatagramsFragmentToTheSmallerMtu) {
     ulp::DatagramEndpoint& from = round == 0 ? a : b;
     ulp::DatagramEndpoint& to = round == 0 ? b : a;
     const auto data = pattern(ulp::kMaxDatagram, 10 + round);
-    ASSERT_EQ(from.send_to(round == 0 ? 1 : 2, round == 0 ? ab : ba, round == 0 ? 2 : 1, data), Status::kOk);
+    ASSERT_EQ(from.send_to(round == 0 ? 1 : 2, round == 0 ? ab : ba, round == 0 ? 2 : 1, data),
+              Status::kOk);
     ulp::DatagramInfo info;
     Status s = Status::kNoResource;
     const auto end = std::chrono::steady_clock::now() + 20s;

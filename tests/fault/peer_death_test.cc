@@ -132,7 +132,7 @@ TEST(PeerDeath, CoreRcOutstandingWritesFailInBoundAndAHealthyPairKeepsWorking) {
       static_cast<long long>(rc_bound(cfg).count()),
       static_cast<unsigned long long>(healthy.delivered - healthy_before));
   EXPECT_EQ(ok + failed, issued);  // each exactly once
-  EXPECT_GE(failed, at_kill);  // at least the window issued to the dead peer
+  EXPECT_GE(failed, at_kill);      // at least the window issued to the dead peer
   EXPECT_LE(took, static_cast<double>(rc_bound(cfg).count()));
   EXPECT_NE(survivor.channel_status(ch), Status::kOk);
   EXPECT_NE(survivor.write(ch, src.data(), kChunk, window, 0, issued),
@@ -185,16 +185,20 @@ TEST(PeerDeath, CoreRingMessagesFailInBoundAndTheRingIsReclaimed) {
   }
   const double took = ms_since(killed);
   for (int i = 0; i < 100; ++i) ASSERT_GE(survivor.poll(), 0);  // what was queued is reported
-  std::printf("core ring: %llu messages, %llu by ring; the channel failed %.0f ms after the kill (bound %lld ms), "
-              "%llu sends reported failed\n",
-              static_cast<unsigned long long>(n), static_cast<unsigned long long>(survivor.stats().ring_sent), took,
-              static_cast<long long>(rc_bound(cfg).count()),
-              static_cast<unsigned long long>(survivor.stats().send_errors));
+  std::printf(
+      "core ring: %llu messages, %llu by ring; the channel failed %.0f ms after the kill (bound "
+      "%lld ms), "
+      "%llu sends reported failed\n",
+      static_cast<unsigned long long>(n),
+      static_cast<unsigned long long>(survivor.stats().ring_sent), took,
+      static_cast<long long>(rc_bound(cfg).count()),
+      static_cast<unsigned long long>(survivor.stats().send_errors));
   EXPECT_NE(survivor.channel_status(ch), Status::kOk);
   EXPECT_LE(took, static_cast<double>(rc_bound(cfg).count()));
   EXPECT_GT(survivor.stats().send_errors, 0u);
   core::OpCompletion c;
-  ASSERT_EQ(survivor.completion(c), Status::kOk) << "a failed send is reported on the completion queue";
+  ASSERT_EQ(survivor.completion(c), Status::kOk)
+      << "a failed send is reported on the completion queue";
   EXPECT_EQ(c.channel, ch);
   EXPECT_NE(c.status, Status::kOk);
   std::byte m[8] = {};
@@ -277,14 +281,15 @@ void uam_peer_death(core::Transport t, const char* mode) {
       t == core::Transport::kUd ? uam_ud_bound(survivor.config().reliability) : rc_bound(cfg);
   std::printf(
       "uam %s: %llu requests outstanding at the kill; all %llu issued completed (%llu ok, %llu "
-      "failed) and the channel failed %.0f ms after it (bound %lld ms); healthy pair %llu requests meanwhile\n",
+      "failed) and the channel failed %.0f ms after it (bound %lld ms); healthy pair %llu requests "
+      "meanwhile\n",
       mode, static_cast<unsigned long long>(at_kill), static_cast<unsigned long long>(issued),
       static_cast<unsigned long long>(ok), static_cast<unsigned long long>(failed), took,
       static_cast<long long>(bound.count()),
       static_cast<unsigned long long>(healthy_done - healthy_before));
   EXPECT_EQ(ok + failed, issued);
   EXPECT_EQ(replies, ok);  // every request that completed well had its reply run
-  EXPECT_GE(failed, 1u);  // at least those sent after the kill
+  EXPECT_GE(failed, 1u);   // at least those sent after the kill
   EXPECT_LE(took, static_cast<double>(bound.count()));
   EXPECT_EQ(survivor.outstanding(ch), 0u);
   EXPECT_EQ(survivor.request(ch, kEcho, {}), Status::kClosed);  // fails at once

@@ -2,10 +2,10 @@
 // device — the completion queue near full, the free queue empty (RC: RNR back-pressure, no loss;
 // UD: the surplus dropped by the device and counted there), the free queue's own bound, the send
 // queue full. The registration cache's bound and the device's object limit are in
-// resource_limits_test.cc; what both files share, in exhaustion_support.h. Each case asserts the named outcome — a
-// Status, or for set-up an exception naming the call — that a refusal changed nothing, and that
-// everything accepted arrives intact and in order once the resource comes back. Every wait is
-// bounded.
+// resource_limits_test.cc; what both files share, in exhaustion_support.h. Each case asserts the
+// named outcome — a Status, or for set-up an exception naming the call — that a refusal changed
+// nothing, and that everything accepted arrives intact and in order once the resource comes back.
+// Every wait is bounded.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -50,7 +50,8 @@ TEST(ResourceExhaustion, CompletionQueueNearFullLosesNothing) {
   const std::uint32_t r_queued = std::bit_ceil(rc.send_queue_depth) - r.send_queue_space();
   const std::uint32_t r_in_flight = r_pushed - r_queued;
   EXPECT_EQ(r_in_flight, rc.send_queue_depth)
-      << "more sends in flight than the endpoint sized its CQ for (" << r_queued << " still queued)";
+      << "more sends in flight than the endpoint sized its CQ for (" << r_queued
+      << " still queued)";
 
   // The sender floods: twice the receiver's free queue, while the receiver does not poll.
   constexpr std::uint32_t kMessages = 2 * 29;
@@ -61,8 +62,10 @@ TEST(ResourceExhaustion, CompletionQueueNearFullLosesNothing) {
 
   // Drain: all of it, in order, intact.
   for (std::uint32_t m = 0; m < kMessages; ++m) ASSERT_EQ(expect_message(r, rs, m, {&s, &r}), "");
-  for (std::uint32_t m = 0; m < r_pushed; ++m) ASSERT_EQ(expect_message(s, sr, 1000 + m, {&s, &r}), "");
-  ASSERT_TRUE(pump({&s, &r}, [&] { return r.stats().sent == r_pushed && s.spare_buffers() == 64; }));
+  for (std::uint32_t m = 0; m < r_pushed; ++m)
+    ASSERT_EQ(expect_message(s, sr, 1000 + m, {&s, &r}), "");
+  ASSERT_TRUE(
+      pump({&s, &r}, [&] { return r.stats().sent == r_pushed && s.spare_buffers() == 64; }));
   EXPECT_EQ(r.stats().received, kMessages);
   EXPECT_EQ(s.stats().received, r_pushed);
   for (Endpoint* e : {&s, &r}) {
@@ -73,8 +76,11 @@ TEST(ResourceExhaustion, CompletionQueueNearFullLosesNothing) {
   }
   EXPECT_EQ(s.channel_status(sr), Status::kOk);
   EXPECT_EQ(r.channel_status(rs), Status::kOk);
-  std::printf("CQ near full: %u sends in flight + %u arrivals held in a CQ sized %u; %u + %u messages delivered\n",
-              r_in_flight, rc.free_queue_depth, rc.free_queue_depth + rc.send_queue_depth, kMessages, r_pushed);
+  std::printf(
+      "CQ near full: %u sends in flight + %u arrivals held in a CQ sized %u; %u + %u messages "
+      "delivered\n",
+      r_in_flight, rc.free_queue_depth, rc.free_queue_depth + rc.send_queue_depth, kMessages,
+      r_pushed);
 }
 
 // --- 2. free queue empty, RC -------------------------------------------------------------------
@@ -113,8 +119,10 @@ TEST(ResourceExhaustion, EmptyFreeQueueBacksPressureOnRcWithoutLoss) {
   EXPECT_EQ(r.stats().unknown_tag_drops, 0u);
   EXPECT_EQ(s.stats().send_errors, 0u);
   EXPECT_EQ(s.channel_status(sr), Status::kOk);
-  std::printf("RC free queue empty: %u of %u delivered while held (%ld RNR NAKs), the rest after release; 0 lost\n",
-              16u, kMessages, rnr);
+  std::printf(
+      "RC free queue empty: %u of %u delivered while held (%ld RNR NAKs), the rest after release; "
+      "0 lost\n",
+      16u, kMessages, rnr);
 }
 
 // --- 3. free queue empty, UD -------------------------------------------------------------------
@@ -151,7 +159,8 @@ TEST(ResourceExhaustion, EmptyFreeQueueDropsUdSurplusCountedByTheDevice) {
   const long dropped = rcvd - static_cast<long>(r.stats().received);
   EXPECT_EQ(dropped, kMessages - 16);
   EXPECT_EQ(s.stats().sent, r.stats().received + static_cast<std::uint64_t>(dropped));
-  EXPECT_EQ(r.stats().recv_overflow_drops, 0u) << "the drops were the device's, not the receive queue's";
+  EXPECT_EQ(r.stats().recv_overflow_drops, 0u)
+      << "the drops were the device's, not the receive queue's";
   EXPECT_EQ(r.stats().unknown_tag_drops, 0u);
   EXPECT_EQ(s.stats().send_errors, 0u);
 
@@ -160,8 +169,9 @@ TEST(ResourceExhaustion, EmptyFreeQueueDropsUdSurplusCountedByTheDevice) {
   ASSERT_TRUE(send_messages(s, sr, 100, 16, {&s, &r}));
   for (std::uint32_t m = 100; m < 116; ++m) ASSERT_EQ(expect_message(r, rs, m, {&s, &r}), "");
   EXPECT_EQ(r.stats().received, 32u);
-  std::printf("UD free queue empty: %u sent, %ld seen by %s (rcvd_pkts), %llu delivered, %ld dropped\n", kMessages,
-              rcvd, dev.c_str(), 16ull, dropped);
+  std::printf(
+      "UD free queue empty: %u sent, %ld seen by %s (rcvd_pkts), %llu delivered, %ld dropped\n",
+      kMessages, rcvd, dev.c_str(), 16ull, dropped);
 }
 
 // --- 3b. the free queue's bound: buffers given back unsent --------------------------------------
@@ -222,7 +232,8 @@ TEST(ResourceExhaustion, FullSendQueueRefusesThenAcceptsAfterProgress) {
   const std::byte small[8] = {};
   EXPECT_EQ(s.send(sr, b, len), Status::kNoResource);
   EXPECT_EQ(s.send_inline(sr, small), Status::kNoResource);
-  EXPECT_EQ(std::memcmp(&before, &s.stats(), sizeof before), 0) << "a refused push changed a counter";
+  EXPECT_EQ(std::memcmp(&before, &s.stats(), sizeof before), 0)
+      << "a refused push changed a counter";
   EXPECT_EQ(s.send_queue_space(), 0u);
   EXPECT_EQ(s.spare_buffers(), spare);
   EXPECT_EQ(r.stats().received, 0u);
@@ -236,8 +247,9 @@ TEST(ResourceExhaustion, FullSendQueueRefusesThenAcceptsAfterProgress) {
   EXPECT_EQ(s.stats().send_errors, 0u);
   Descriptor d;
   EXPECT_EQ(r.receive(d), Status::kNoResource) << "a message arrived twice";
-  std::printf("send queue full: %u pushed, the next refused with kNoResource, %u delivered after poll()\n",
-              pushed - 1, pushed);
+  std::printf(
+      "send queue full: %u pushed, the next refused with kNoResource, %u delivered after poll()\n",
+      pushed - 1, pushed);
 }
 
 }  // namespace

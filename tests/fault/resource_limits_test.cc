@@ -3,22 +3,20 @@
 // asserts the named outcome (a Status, or for set-up an exception naming the call), that a
 // refusal changed nothing, and that everything accepted arrives intact once the resource comes
 // back. The queue limits are in resource_exhaustion_test.cc. Every wait is bounded.
+#include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
-#include <memory>
-#include <sstream>
-#include <thread>
-
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "exhaustion_support.h"
@@ -56,7 +54,8 @@ TEST(ResourceExhaustion, PinnedBoundWithEveryEntryLeasedRefusesAndRecovers) {
   Endpoint a(ac), b(bc);
   auto [ab, ba] = connect_endpoints(a, b);
   (void)ba;
-  Pages window = pages(kBound + kSmall, 0), r1 = pages(kHalf, 0x11), r2 = pages(kHalf, 0x22), r3 = pages(kSmall, 0x33);
+  Pages window = pages(kBound + kSmall, 0), r1 = pages(kHalf, 0x11), r2 = pages(kHalf, 0x22),
+        r3 = pages(kSmall, 0x33);
   ASSERT_TRUE(window && r1 && r2 && r3);
   core::RemoteToken token;
   ASSERT_EQ(b.grant(window.get(), kBound + kSmall, core::kRemoteWrite, token), Status::kOk);
@@ -94,10 +93,12 @@ TEST(ResourceExhaustion, PinnedBoundWithEveryEntryLeasedRefusesAndRecovers) {
   EXPECT_EQ(after.pinned_bytes, kHalf + kSmall);
   EXPECT_LE(after.peak_pinned_bytes, kBound);
   EXPECT_EQ(a.stats().send_errors, 0u);
-  std::printf("pinned bound: %zu of %zu B leased, 4 KiB refused with kNoResource; after completion %zu B pinned, "
-              "%llu eviction\n",
-              full.pinned_bytes, kBound, after.pinned_bytes,
-              static_cast<unsigned long long>(after.evictions - full.evictions));
+  std::printf(
+      "pinned bound: %zu of %zu B leased, 4 KiB refused with kNoResource; after completion %zu B "
+      "pinned, "
+      "%llu eviction\n",
+      full.pinned_bytes, kBound, after.pinned_bytes,
+      static_cast<unsigned long long>(after.evictions - full.evictions));
 }
 
 // --- 6. more verbs objects than the device allows ----------------------------------------------
@@ -124,7 +125,8 @@ class RdmaCgroup {
     if (read_file(root_ / "cgroup.controllers").find("rdma") == std::string::npos)
       return "the kernel has no rdma cgroup controller";
     if (read_file(root_ / "cgroup.subtree_control").find("rdma") == std::string::npos) {
-      if (!write_file(root_ / "cgroup.subtree_control", "+rdma")) return "cannot enable the rdma controller";
+      if (!write_file(root_ / "cgroup.subtree_control", "+rdma"))
+        return "cannot enable the rdma controller";
       enabled_ = true;
     }
     // Where this process is now ("0::/path"), to come back to.
@@ -135,7 +137,8 @@ class RdmaCgroup {
     child_ = root_ / ("unet-resource-" + std::to_string(::getpid()));
     if (!std::filesystem::create_directory(child_)) return "cannot create " + child_.string();
     created_ = true;
-    if (!write_file(child_ / "cgroup.procs", std::to_string(::getpid()))) return "cannot move into " + child_.string();
+    if (!write_file(child_ / "cgroup.procs", std::to_string(::getpid())))
+      return "cannot move into " + child_.string();
     inside_ = true;
     return {};
   }
@@ -143,12 +146,14 @@ class RdmaCgroup {
   long objects() const { return field(read_file(child_ / "rdma.current"), "hca_object="); }
   // Caps the device's hca_object (-1: "max").
   bool limit(long objects) const {
-    return write_file(child_ / "rdma.max", dev_ + " hca_object=" + (objects < 0 ? "max" : std::to_string(objects)));
+    return write_file(child_ / "rdma.max",
+                      dev_ + " hca_object=" + (objects < 0 ? "max" : std::to_string(objects)));
   }
   void restore() {
     if (inside_ && write_file(home_ / "cgroup.procs", std::to_string(::getpid()))) inside_ = false;
     if (created_ && !inside_ && ::rmdir(child_.c_str()) == 0) created_ = false;
-    if (enabled_ && !created_ && write_file(root_ / "cgroup.subtree_control", "-rdma")) enabled_ = false;
+    if (enabled_ && !created_ && write_file(root_ / "cgroup.subtree_control", "-rdma"))
+      enabled_ = false;
     if (mounted_ && !created_ && ::umount(root_.c_str()) == 0) mounted_ = false;
   }
 
@@ -159,7 +164,8 @@ class RdmaCgroup {
     for (std::string line; std::getline(in, line);) {
       if (line.rfind(dev_ + " ", 0) != 0) continue;
       const auto at = line.find(key);
-      return at == std::string::npos ? -1 : std::strtol(line.c_str() + at + key.size(), nullptr, 10);
+      return at == std::string::npos ? -1
+                                     : std::strtol(line.c_str() + at + key.size(), nullptr, 10);
     }
     return 0;
   }
@@ -172,7 +178,8 @@ class RdmaCgroup {
 // True when `e` names a verbs call and the cgroup's refusal (EAGAIN).
 ::testing::AssertionResult names_the_limit(const verbs::Error& e) {
   const std::string what = e.what();
-  if (e.error_number() == EAGAIN && what.rfind("ibv_", 0) == 0 && what.find(std::strerror(EAGAIN)) != std::string::npos)
+  if (e.error_number() == EAGAIN && what.rfind("ibv_", 0) == 0 &&
+      what.find(std::strerror(EAGAIN)) != std::string::npos)
     return ::testing::AssertionSuccess() << what;
   return ::testing::AssertionFailure() << "errno " << e.error_number() << ": " << what;
 }
@@ -216,10 +223,12 @@ TEST(ResourceExhaustion, DeviceObjectLimitThrowsAtSetupAndLeaksNothing) {
       } catch (const verbs::Error& e) {
         EXPECT_TRUE(names_the_limit(e)) << "with " << extra << " more objects allowed";
         const std::string call = std::string(e.what()).substr(0, std::string(e.what()).find('('));
-        if (endpoint_error.find(call) == std::string::npos) endpoint_error += (refused ? ", " : "") + call;
+        if (endpoint_error.find(call) == std::string::npos)
+          endpoint_error += (refused ? ", " : "") + call;
         ++refused;
       }
-      ASSERT_EQ(cg.objects(), held) << "an endpoint that failed with " << extra << " more objects left some behind";
+      ASSERT_EQ(cg.objects(), held)
+          << "an endpoint that failed with " << extra << " more objects left some behind";
     }
     EXPECT_GT(refused, 2) << "too few set-up steps were refused";
     EXPECT_LT(refused, 32) << "the endpoint never fitted";
@@ -238,9 +247,11 @@ TEST(ResourceExhaustion, DeviceObjectLimitThrowsAtSetupAndLeaksNothing) {
     auto [ac, ca] = connect_endpoints(a, c);
     ASSERT_TRUE(send_messages(a, ac, 900, 1, {&a, &c}));
     ASSERT_EQ(expect_message(c, ca, 900, {&a, &c}), "");
-    std::printf("device objects: pair holds %ld hca_object; channel refused: %s; endpoint refused %d times (at %s), "
-                "nothing leaked\n",
-                held, channel_error.c_str(), refused, endpoint_error.c_str());
+    std::printf(
+        "device objects: pair holds %ld hca_object; channel refused: %s; endpoint refused %d times "
+        "(at %s), "
+        "nothing leaked\n",
+        held, channel_error.c_str(), refused, endpoint_error.c_str());
   }
   EXPECT_EQ(cg.objects(), 0) << "objects still charged after every endpoint is gone";
   cg.restore();

@@ -15,8 +15,9 @@
 // (its responder NAKed a request) after between 1.3k and 376k core messages on this link, also on
 // a commit before core's two-SGE and signaling changes. A retry in the middle of a multi-packet
 // send is the likely trigger; this was not confirmed in the kernel. Multi-packet RC messages over
-// this link are still tested, for a shorter time, by LossyLink.RcDeliversEveryMessageOnceInOrderIntact.
-// Should the core layer fail, it stops at once, and the failure names the status.
+// this link are still tested, for a shorter time, by
+// LossyLink.RcDeliversEveryMessageOnceInOrderIntact. Should the core layer fail, it stops at once,
+// and the failure names the status.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -32,7 +32,8 @@ std::uint64_t total_bytes(std::uint64_t full) {
 struct LossyPair {
   ulp::StreamEndpoint tx, rx;
   ulp::ConnId ct = ulp::kNoConn, cr = ulp::kNoConn;
-  LossyPair(const core::EndpointConfig& t, const core::EndpointConfig& r, const ulp::StreamConfig& cfg)
+  LossyPair(const core::EndpointConfig& t, const core::EndpointConfig& r,
+            const ulp::StreamConfig& cfg)
       : tx(t, cfg), rx(r, cfg) {}
   void connect(std::chrono::steady_clock::time_point deadline) {
     core::ChannelOffer ot = tx.offer_peer(), orx = rx.offer_peer();
@@ -107,15 +108,20 @@ TEST_F(StreamLossyLink, HundredMiBArriveExactlyOnceInOrder) {
     EXPECT_GT(s->sack_resent, 0u);
   else
     EXPECT_EQ(s->sack_resent, 0u);
-  std::printf("stream lossy link (%s, both ways, selective acks %s): %llu MiB in %.1f s (%.1f MiB/s), 0 lost, "
-              "0 corrupt; netem dropped %ld packets; sender: %llu segments, %llu retransmitted (%llu on SACK), "
-              "%llu timeouts, %llu fast retransmits; srtt %.0f us, cwnd %u B; receiver held %llu out of order\n",
-              netem().c_str(), cfg.selective_acks ? "on" : "off", static_cast<unsigned long long>(got >> 20), secs,
-              static_cast<double>(got) / (1 << 20) / secs, dropped_now, static_cast<unsigned long long>(s->segments_sent),
-              static_cast<unsigned long long>(s->retransmitted_segments),
-              static_cast<unsigned long long>(s->sack_resent), static_cast<unsigned long long>(s->timeouts),
-              static_cast<unsigned long long>(s->fast_retransmits), s->srtt.count() / 1e3, s->cwnd,
-              static_cast<unsigned long long>(rx.stats(cr)->held_out_of_order));
+  std::printf(
+      "stream lossy link (%s, both ways, selective acks %s): %llu MiB in %.1f s (%.1f MiB/s), 0 "
+      "lost, "
+      "0 corrupt; netem dropped %ld packets; sender: %llu segments, %llu retransmitted (%llu on "
+      "SACK), "
+      "%llu timeouts, %llu fast retransmits; srtt %.0f us, cwnd %u B; receiver held %llu out of "
+      "order\n",
+      netem().c_str(), cfg.selective_acks ? "on" : "off",
+      static_cast<unsigned long long>(got >> 20), secs, static_cast<double>(got) / (1 << 20) / secs,
+      dropped_now, static_cast<unsigned long long>(s->segments_sent),
+      static_cast<unsigned long long>(s->retransmitted_segments),
+      static_cast<unsigned long long>(s->sack_resent), static_cast<unsigned long long>(s->timeouts),
+      static_cast<unsigned long long>(s->fast_retransmits), s->srtt.count() / 1e3, s->cwnd,
+      static_cast<unsigned long long>(rx.stats(cr)->held_out_of_order));
 }
 
 // Zero-copy sends through the same loss: every retransmission is gathered from the application's
@@ -189,12 +195,12 @@ TEST_F(StreamLossyLink, ZeroCopySendsRetransmitFromApplicationMemoryAndCompleteO
   ASSERT_TRUE(s.has_value());
   EXPECT_GT(s->retransmitted_segments, 0u);
   EXPECT_GE(s->zero_copy_segments, kTotal / pair.tx.mss());
-  std::printf("stream zero-copy lossy link: %llu MiB in %.1f s, %llu sends completed, %llu corrupt; %llu "
-              "zero-copy segments, %llu retransmitted\n",
-              static_cast<unsigned long long>(got >> 20), secs, static_cast<unsigned long long>(completed),
-              static_cast<unsigned long long>(bad),
-              static_cast<unsigned long long>(s->zero_copy_segments),
-              static_cast<unsigned long long>(s->retransmitted_segments));
+  std::printf(
+      "stream zero-copy lossy link: %llu MiB in %.1f s, %llu sends completed, %llu corrupt; %llu "
+      "zero-copy segments, %llu retransmitted\n",
+      static_cast<unsigned long long>(got >> 20), secs, static_cast<unsigned long long>(completed),
+      static_cast<unsigned long long>(bad), static_cast<unsigned long long>(s->zero_copy_segments),
+      static_cast<unsigned long long>(s->retransmitted_segments));
 }
 
 }  // namespace

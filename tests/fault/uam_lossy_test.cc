@@ -23,7 +23,9 @@ using uam::Message;
 using uam::Token;
 
 constexpr uam::HandlerId kCheck = 1, kCheckReply = 2;
-std::byte pattern_byte(std::uint64_t seed, std::size_t i) { return static_cast<std::byte>((seed * 131 + i * 7) & 0xFF); }
+std::byte pattern_byte(std::uint64_t seed, std::size_t i) {
+  return static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
+}
 
 class UamLossyLink : public NetemTest {};
 
@@ -60,24 +62,32 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
   const std::size_t sizes[] = {0, 3, 20, 100, 512, max_body};
   for (int i = 0; i < 2; ++i) {
     Side& me = s[i];
-    ASSERT_EQ(me.ep->on_request(kCheck, [&me](Token& t, const Message& m) {
-      const std::uint64_t n = m.args[0];
-      if (n != me.next_expected) ++me.out_of_order;
-      me.next_expected = n + 1;
-      ++me.handled;
-      for (std::size_t k = 0; k < m.payload.size(); ++k)
-        if (m.payload[k] != pattern_byte(n, k)) {
-          ++me.corrupt;
-          break;
-        }
-      if (n % 4 == 0 && me.ep->reply(t, kCheckReply, m.args) != Status::kOk) ++me.corrupt;
-      return Disposition::kDone;
-    }), Status::kOk);
-    ASSERT_EQ(me.ep->on_reply(kCheckReply, [&me](const Message& m) {
-      ++(m.args.size() == 1 && m.args[0] == m.cookie ? me.replies : me.bad_replies);
-      return Disposition::kDone;
-    }), Status::kOk);
-    me.ep->on_completion([&me](ChannelId, std::uint64_t, Status st) { ++(st == Status::kOk ? me.ok : me.errors); });
+    ASSERT_EQ(
+        me.ep->on_request(kCheck,
+                          [&me](Token& t, const Message& m) {
+                            const std::uint64_t n = m.args[0];
+                            if (n != me.next_expected) ++me.out_of_order;
+                            me.next_expected = n + 1;
+                            ++me.handled;
+                            for (std::size_t k = 0; k < m.payload.size(); ++k)
+                              if (m.payload[k] != pattern_byte(n, k)) {
+                                ++me.corrupt;
+                                break;
+                              }
+                            if (n % 4 == 0 && me.ep->reply(t, kCheckReply, m.args) != Status::kOk)
+                              ++me.corrupt;
+                            return Disposition::kDone;
+                          }),
+        Status::kOk);
+    ASSERT_EQ(me.ep->on_reply(kCheckReply,
+                              [&me](const Message& m) {
+                                ++(m.args.size() == 1 && m.args[0] == m.cookie ? me.replies
+                                                                               : me.bad_replies);
+                                return Disposition::kDone;
+                              }),
+              Status::kOk);
+    me.ep->on_completion(
+        [&me](ChannelId, std::uint64_t, Status st) { ++(st == Status::kOk ? me.ok : me.errors); });
   }
   const long drops_before = drops();
   std::vector<std::byte> body(max_body);
@@ -90,7 +100,8 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
         const std::uint64_t n = me.next_send;
         const std::size_t len = sizes[n % std::size(sizes)];
         for (std::size_t k = 0; k < len; ++k) body[k] = pattern_byte(n, k);
-        const Status st = me.ep->request(me.ch, kCheck, std::span(&n, 1), std::span(body.data(), len), n);
+        const Status st =
+            me.ep->request(me.ch, kCheck, std::span(&n, 1), std::span(body.data(), len), n);
         if (st == Status::kNoResource) break;
         ASSERT_EQ(st, Status::kOk) << "request " << n;
         ++me.next_send;
@@ -113,8 +124,9 @@ TEST_F(UamLossyLink, UdRunsEveryHandlerOnceInOrderUnderLossAndReordering) {
     EXPECT_EQ(me.replies, per_side / 4);
     EXPECT_EQ(me.bad_replies, 0u);
     const uam::Stats& st = me.ep->stats();
-    EXPECT_EQ(st.protocol_errors(), 0u) << "bad credits " << st.bad_credits << ", overruns " << st.overruns
-                                        << ", stray replies " << st.stray_replies << ", bad acks " << st.bad_acks;
+    EXPECT_EQ(st.protocol_errors(), 0u)
+        << "bad credits " << st.bad_credits << ", overruns " << st.overruns << ", stray replies "
+        << st.stray_replies << ", bad acks " << st.bad_acks;
     EXPECT_EQ(me.ep->stats().malformed, 0u);
   }
   const uam::Stats& sa = a.stats();

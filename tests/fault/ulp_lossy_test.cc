@@ -18,7 +18,8 @@ namespace {
 using namespace std::chrono_literals;
 // Datagram n: its number in the first 4 bytes, then a pattern seeded by it.
 std::vector<std::byte> datagram(std::uint32_t n) {
-  const std::size_t size = n % 50 == 0 ? ulp::kMaxDatagram : 4 + (std::size_t{n} * 2654435761u) % 12000;
+  const std::size_t size =
+      n % 50 == 0 ? ulp::kMaxDatagram : 4 + (std::size_t{n} * 2654435761u) % 12000;
   std::vector<std::byte> v(size);
   std::memcpy(v.data(), &n, 4);
   for (std::size_t i = 4; i < size; ++i) v[i] = static_cast<std::byte>((n * 131 + i * 7) & 0xFF);
@@ -56,7 +57,8 @@ TEST_F(UlpLossyLink, DatagramsArriveWholeOrNotAtAll) {
         continue;
       }
       const auto want = datagram(n);
-      if (info.length != want.size() || std::memcmp(buf.data(), want.data(), want.size()) != 0) ++corrupt;
+      if (info.length != want.size() || std::memcmp(buf.data(), want.data(), want.size()) != 0)
+        ++corrupt;
       seen[n] = 1;
     }
   };
@@ -64,13 +66,16 @@ TEST_F(UlpLossyLink, DatagramsArriveWholeOrNotAtAll) {
   for (std::uint32_t n = 0; n < kDatagrams && std::chrono::steady_clock::now() < deadline;) {
     const auto data = datagram(n);
     const Status s = tx.send_to(8, to_rx, 7, data);
-    if (s == Status::kOk) ++n;
-    else ASSERT_EQ(s, Status::kNoResource);
+    if (s == Status::kOk)
+      ++n;
+    else
+      ASSERT_EQ(s, Status::kNoResource);
     ASSERT_GE(tx.poll(), 0);
     ASSERT_GE(rx.poll(), 0);
     drain();
   }
-  const auto quiet = std::chrono::steady_clock::now() + 500ms;  // stragglers and reassembly timeouts
+  const auto quiet =
+      std::chrono::steady_clock::now() + 500ms;  // stragglers and reassembly timeouts
   while (std::chrono::steady_clock::now() < quiet) {
     ASSERT_GE(tx.poll(), 0);
     ASSERT_GE(rx.poll(), 0);
@@ -87,13 +92,15 @@ TEST_F(UlpLossyLink, DatagramsArriveWholeOrNotAtAll) {
   EXPECT_LT(distinct, kDatagrams) << "with fragments lost, some 64 KiB datagrams must be lost";
   EXPECT_GT(rs.expired + rs.evicted, 0u) << "incomplete datagrams must be dropped and counted";
   EXPECT_EQ(rx.stats().malformed, 0u);
-  std::printf("ulp lossy link (%s): %u datagrams sent, %llu distinct delivered whole (%llu deliveries), 0 "
-              "corrupt; netem dropped %ld packets; reassembly dropped %llu incomplete (%llu expired, %llu "
-              "evicted), %llu duplicate fragments\n",
-              netem().c_str(), kDatagrams, static_cast<unsigned long long>(distinct), static_cast<unsigned long long>(received),
-              dropped_now, static_cast<unsigned long long>(rs.expired + rs.evicted),
-              static_cast<unsigned long long>(rs.expired), static_cast<unsigned long long>(rs.evicted),
-              static_cast<unsigned long long>(rs.duplicates));
+  std::printf(
+      "ulp lossy link (%s): %u datagrams sent, %llu distinct delivered whole (%llu deliveries), 0 "
+      "corrupt; netem dropped %ld packets; reassembly dropped %llu incomplete (%llu expired, %llu "
+      "evicted), %llu duplicate fragments\n",
+      netem().c_str(), kDatagrams, static_cast<unsigned long long>(distinct),
+      static_cast<unsigned long long>(received), dropped_now,
+      static_cast<unsigned long long>(rs.expired + rs.evicted),
+      static_cast<unsigned long long>(rs.expired), static_cast<unsigned long long>(rs.evicted),
+      static_cast<unsigned long long>(rs.duplicates));
 }
 
 }  // namespace

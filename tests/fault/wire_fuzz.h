@@ -111,9 +111,12 @@ class Target {
 // packets, splices of two, and the layer's forged headers.
 class Mutator {
  public:
-  Mutator(std::uint64_t seed, std::uint32_t max_len, std::vector<std::uint32_t> boundaries, std::vector<Bytes> corpus,
-          std::function<Bytes(Rng&)> forge)
-      : rng_(seed), max_len_(max_len), boundaries_(std::move(boundaries)), corpus_(std::move(corpus)),
+  Mutator(std::uint64_t seed, std::uint32_t max_len, std::vector<std::uint32_t> boundaries,
+          std::vector<Bytes> corpus, std::function<Bytes(Rng&)> forge)
+      : rng_(seed),
+        max_len_(max_len),
+        boundaries_(std::move(boundaries)),
+        corpus_(std::move(corpus)),
         forge_(std::move(forge)) {}
   // The next packet and what kind it is.
   Bytes next(std::string& kind);
@@ -123,7 +126,6 @@ class Mutator {
   void mutate(Bytes& b);
 
  private:
-
   Rng rng_;
   std::uint32_t max_len_;
   std::vector<std::uint32_t> boundaries_;
@@ -133,12 +135,12 @@ class Mutator {
 
 // What the driver sent and how it should have ended.
 struct Tally {
-  std::uint64_t sent = 0;       // hostile packets posted
-  std::uint64_t off_wire = 0;   // UD, longer than the path MTU: dropped by the sending device
-  std::uint64_t oversize = 0;   // longer than the target's buffer: a receive error there
-  std::uint64_t to_layer = 0;   // reached the target's layer
-  std::uint64_t stranger = 0;   // ... of which from a QP with no channel (core UD): unknown tags
-  std::uint64_t channels = 1;   // hostile channels used (RC: a new one after each oversize)
+  std::uint64_t sent = 0;      // hostile packets posted
+  std::uint64_t off_wire = 0;  // UD, longer than the path MTU: dropped by the sending device
+  std::uint64_t oversize = 0;  // longer than the target's buffer: a receive error there
+  std::uint64_t to_layer = 0;  // reached the target's layer
+  std::uint64_t stranger = 0;  // ... of which from a QP with no channel (core UD): unknown tags
+  std::uint64_t channels = 1;  // hostile channels used (RC: a new one after each oversize)
   std::map<std::string, std::uint64_t> kinds;
 };
 

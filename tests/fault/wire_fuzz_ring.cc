@@ -37,17 +37,26 @@ using Clock = std::chrono::steady_clock;
 class Shadow {
  public:
   Shadow(const RawPeer::EndpointRing& r, std::uint32_t our_slots)
-      : slots_(r.slots), slot_bytes_(r.slot_bytes), control_(r.control()), mem_(r.bytes / 8), tx_(our_slots) {}
+      : slots_(r.slots),
+        slot_bytes_(r.slot_bytes),
+        control_(r.control()),
+        mem_(r.bytes / 8),
+        tx_(our_slots) {}
 
   std::uint32_t capacity() const { return ring::capacity(slot_bytes_); }
   std::uint32_t next_seq() const { return taken_; }
   std::uint16_t fallbacks() const { return fallbacks_taken_; }
-  std::uint64_t slot_offset(std::uint32_t seq) const { return std::uint64_t{seq & (slots_ - 1)} * slot_bytes_; }
+  std::uint64_t slot_offset(std::uint32_t seq) const {
+    return std::uint64_t{seq & (slots_ - 1)} * slot_bytes_;
+  }
   std::uint64_t control_offset(std::size_t field) const { return control_ + field; }
-  std::span<const std::byte> bytes() const { return {reinterpret_cast<const std::byte*>(mem_.data()), mem_.size() * 8}; }
+  std::span<const std::byte> bytes() const {
+    return {reinterpret_cast<const std::byte*>(mem_.data()), mem_.size() * 8};
+  }
 
   void write(std::uint64_t offset, std::span<const std::byte> b) {
-    if (!b.empty()) std::memcpy(reinterpret_cast<std::byte*>(mem_.data()) + offset, b.data(), b.size());
+    if (!b.empty())
+      std::memcpy(reinterpret_cast<std::byte*>(mem_.data()) + offset, b.data(), b.size());
   }
   // Takes what the reader would; `deliver` gets each message's payload, in order.
   template <class F>
@@ -55,7 +64,8 @@ class Shadow {
     for (;;) {
       std::byte* slot = reinterpret_cast<std::byte*>(mem_.data()) + slot_offset(taken_);
       std::uint64_t w = 0;
-      const ring::Slot c = ring::read_slot(slot, slot_bytes_, static_cast<std::uint16_t>(taken_), w);
+      const ring::Slot c =
+          ring::read_slot(slot, slot_bytes_, static_cast<std::uint16_t>(taken_), w);
       if (c == ring::Slot::kMalformed) {
         ++malformed_;
         std::memset(slot, 0, slot_bytes_);
@@ -84,7 +94,8 @@ class Shadow {
   bool route() {
     word(offsetof(core::RingControl, published)) = ++published_;
     if (word(offsetof(core::RingControl, peer_asleep)) != 0) return false;
-    if (tx_.available() == 0 && !tx_.update(word(offsetof(core::RingControl, credit)))) ++credit_errors_;
+    if (tx_.available() == 0 && !tx_.update(word(offsetof(core::RingControl, credit))))
+      ++credit_errors_;
     if (tx_.available() == 0) return false;
     (void)tx_.take();
     return true;
@@ -128,7 +139,8 @@ std::string run_ring(Target& t, const RingOptions& o) {
   hostile.connect(t.open_hostile(hostile.line()));
   const RawPeer::EndpointRing er = hostile.endpoint_ring();
   const core::ChannelId ch = t.hostile_channel();
-  EXPECT_TRUE(net.ring_channel(ch)) << t.name() << ": the target opened no ring toward the hostile peer";
+  EXPECT_TRUE(net.ring_channel(ch))
+      << t.name() << ": the target opened no ring toward the hostile peer";
   if (er.slots == 0 || !net.ring_channel(ch)) return "no ring";
 
   Mutator mut(case_seed(t.name()), er.slot_bytes, {0}, {}, {});
@@ -151,13 +163,16 @@ std::string run_ring(Target& t, const RingOptions& o) {
   const auto inbox = [&] {
     const std::span<std::byte> own = hostile.own_ring();
     for (;;) {
-      std::byte* slot = own.data() + std::size_t{own_seq & (o.hostile_slots - 1)} * o.hostile_slot_bytes;
+      std::byte* slot =
+          own.data() + std::size_t{own_seq & (o.hostile_slots - 1)} * o.hostile_slot_bytes;
       std::uint64_t w = 0;
-      const ring::Slot c = ring::read_slot(slot, o.hostile_slot_bytes, static_cast<std::uint16_t>(own_seq), w);
+      const ring::Slot c =
+          ring::read_slot(slot, o.hostile_slot_bytes, static_cast<std::uint16_t>(own_seq), w);
       inbox_bad += c == ring::Slot::kMalformed;
       if (c != ring::Slot::kMessage) break;
       const std::byte* p = slot + ring::payload_offset(ring::imm_of(w));
-      inbox_bad += by_ring.empty() || Bytes(p, p + ring::length_of(w)) != to_hostile(by_ring.front());
+      inbox_bad +=
+          by_ring.empty() || Bytes(p, p + ring::length_of(w)) != to_hostile(by_ring.front());
       if (!by_ring.empty()) by_ring.pop_front();
       ring::zero_words(slot, ring::wire_bytes(ring::length_of(w), ring::imm_of(w)));
       ++own_seq;
@@ -188,13 +203,17 @@ std::string run_ring(Target& t, const RingOptions& o) {
   const auto errors = [&] { return net.stats().ring_protocol_errors - t0.ring_protocol_errors; };
   // The target has taken what the shadow says; then it must have taken no more.
   const auto caught_up = [&] {
-    wait_for([&] {
-      return t.hostile_taken() - taken0 >= expected_taken && errors() >= shadow.malformed_ + shadow.credit_errors_;
-    }, "the ring's arrivals and errors");
-    const bool same = t.hostile_taken() - taken0 == expected_taken && errors() == shadow.malformed_ + shadow.credit_errors_;
-    EXPECT_TRUE(same) << t.name() << ": step " << step << ": took " << t.hostile_taken() - taken0 << " (shadow "
-                      << expected_taken << "), ring_protocol_errors " << errors() << " (shadow "
-                      << shadow.malformed_ + shadow.credit_errors_ << ")";
+    wait_for(
+        [&] {
+          return t.hostile_taken() - taken0 >= expected_taken &&
+                 errors() >= shadow.malformed_ + shadow.credit_errors_;
+        },
+        "the ring's arrivals and errors");
+    const bool same = t.hostile_taken() - taken0 == expected_taken &&
+                      errors() == shadow.malformed_ + shadow.credit_errors_;
+    EXPECT_TRUE(same) << t.name() << ": step " << step << ": took " << t.hostile_taken() - taken0
+                      << " (shadow " << expected_taken << "), ring_protocol_errors " << errors()
+                      << " (shadow " << shadow.malformed_ + shadow.credit_errors_ << ")";
     ok = ok && same;
   };
   // The target's ring and control block, read back, hold what the shadow does.
@@ -204,8 +223,9 @@ std::string run_ring(Target& t, const RingOptions& o) {
     EXPECT_EQ(hostile.read_ring(0, got), Status::kOk);
     const std::span<const std::byte> want = shadow.bytes();
     const auto diff = std::mismatch(got.begin(), got.end(), want.begin()).first;
-    EXPECT_TRUE(diff == got.end()) << t.name() << ": the target's ring differs from its shadow at byte "
-                                   << diff - got.begin() << " (step " << step << ")";
+    EXPECT_TRUE(diff == got.end())
+        << t.name() << ": the target's ring differs from its shadow at byte " << diff - got.begin()
+        << " (step " << step << ")";
     ok = ok && diff == got.end();
     ++compares;
   };
@@ -220,19 +240,24 @@ std::string run_ring(Target& t, const RingOptions& o) {
   };
 
   const std::uint32_t cap = shadow.capacity();
-  const auto pick = [&](std::initializer_list<std::uint64_t> v) { return *(v.begin() + rng() % v.size()); };
+  const auto pick = [&](std::initializer_list<std::uint64_t> v) {
+    return *(v.begin() + rng() % v.size());
+  };
   // A head as the hostile peer chooses it: mostly the next message's, with a credit total that is
   // mostly right (what its own ring freed) and sometimes ahead or random.
   const auto head = [&] {
     ring::Head h;
     const std::uint32_t next = shadow.next_seq();
     h.seq = static_cast<std::uint16_t>(
-        rng() % 4 ? next : pick({next + 1, next + 2, next + er.slots, next - 1, next - er.slots, rng()}));
-    h.length = static_cast<std::uint16_t>(rng() % 4 ? 1 + rng() % cap : pick({1, cap, net.inline_threshold(),
-                                                                                net.inline_threshold() + 1}));
+        rng() % 4 ? next
+                  : pick({next + 1, next + 2, next + er.slots, next - 1, next - er.slots, rng()}));
+    h.length = static_cast<std::uint16_t>(
+        rng() % 4 ? 1 + rng() % cap
+                  : pick({1, cap, net.inline_threshold(), net.inline_threshold() + 1}));
     h.imm = rng() % 4 == 0;
     h.fallbacks = static_cast<std::uint16_t>(shadow.fallbacks() + (rng() % 10 == 0 ? 1 : 0));
-    h.credit = static_cast<std::uint16_t>(rng() % 8 ? own_seq : pick({own_seq + 1, own_seq + 0x7fff, rng()}));
+    h.credit = static_cast<std::uint16_t>(rng() % 8 ? own_seq
+                                                    : pick({own_seq + 1, own_seq + 0x7fff, rng()}));
     return h;
   };
   const auto message = [&](const ring::Head& h) {
@@ -257,14 +282,18 @@ std::string run_ring(Target& t, const RingOptions& o) {
         kind = "half-written";
         const std::size_t k = 1 + rng() % (b.size() - 1);
         const bool front = rng() % 2;
-        put(front ? at : at + k, front ? Bytes(b.begin(), b.begin() + k) : Bytes(b.begin() + k, b.end()));
-        if (rng() % 4) pending.emplace_back(front ? at + k : at, front ? Bytes(b.begin() + k, b.end()) : Bytes(b.begin(), b.begin() + k));
+        put(front ? at : at + k,
+            front ? Bytes(b.begin(), b.begin() + k) : Bytes(b.begin() + k, b.end()));
+        if (rng() % 4)
+          pending.emplace_back(front ? at + k : at, front ? Bytes(b.begin() + k, b.end())
+                                                          : Bytes(b.begin(), b.begin() + k));
       }
     } else if (r < 30) {  // the next seq with a length no writer makes, or 0; a tail or not
       kind = "bad-length";
       ring::Head bad = h;
       bad.seq = static_cast<std::uint16_t>(shadow.next_seq());
-      bad.length = static_cast<std::uint16_t>(pick({0, cap + 1, cap + 8, ring::kMaxLength, cap + 1 + rng() % (ring::kMaxLength - cap)}));
+      bad.length = static_cast<std::uint16_t>(pick(
+          {0, cap + 1, cap + 8, ring::kMaxLength, cap + 1 + rng() % (ring::kMaxLength - cap)}));
       const std::uint64_t w = ring::head_word(bad);
       Bytes b(8);
       std::memcpy(b.data(), &w, 8);
@@ -290,7 +319,8 @@ std::string run_ring(Target& t, const RingOptions& o) {
       put(at + (rng() % 8 ? 0 : pick({1, 7, 8, er.slot_bytes - 8})), b);
     } else if (r < 54) {
       kind = "zeros";
-      put(rng() % 2 ? at : rng() % er.control(), Bytes(rng() % 2 ? er.slot_bytes : 1 + rng() % (2 * er.slot_bytes)));
+      put(rng() % 2 ? at : rng() % er.control(),
+          Bytes(rng() % 2 ? er.slot_bytes : 1 + rng() % (2 * er.slot_bytes)));
     } else if (r < 60) {
       kind = "random";
       put(rng() % er.control(), mut.random_bytes(1 + rng() % (2 * er.slot_bytes)));
@@ -329,7 +359,8 @@ std::string run_ring(Target& t, const RingOptions& o) {
       if (s == Status::kOk) {
         (shadow.route() ? by_ring : by_send).push_back(target_sent++);
         if (net.flush() < 0) ok = false;  // posted now, with the flags and credit it sees now
-        wait_for([&] { return ring_in + send_in == target_sent; }, "the target's message to the hostile peer");
+        wait_for([&] { return ring_in + send_in == target_sent; },
+                 "the target's message to the hostile peer");
       }
     }
     ++kinds[kind];
@@ -349,7 +380,8 @@ std::string run_ring(Target& t, const RingOptions& o) {
   const core::EndpointStats& l = legit.stats();
   EXPECT_EQ(inbox_bad, 0u) << t.name() << ": the target's messages to the hostile peer altered";
   EXPECT_EQ(ring_in + send_in, target_sent) << t.name();
-  EXPECT_EQ(s.ring_received - t0.ring_received, (l.ring_sent - l0.ring_sent) + shadow.ring_delivered_)
+  EXPECT_EQ(s.ring_received - t0.ring_received,
+            (l.ring_sent - l0.ring_sent) + shadow.ring_delivered_)
       << t.name() << ": ring arrivals, legitimate and hostile";
   EXPECT_EQ(s.ring_sent - t0.ring_sent, (l.ring_received - l0.ring_received) + ring_in) << t.name();
   EXPECT_EQ(s.recv_errors - t0.recv_errors, 0u) << t.name();
@@ -369,11 +401,14 @@ std::string run_ring(Target& t, const RingOptions& o) {
   rep << t.name() << ": " << step << " hostile steps (";
   for (auto it = kinds.begin(); it != kinds.end(); ++it)
     rep << (it == kinds.begin() ? "" : ", ") << it->first << " " << it->second;
-  rep << "): " << shadow.ring_delivered_ << " ring messages and " << expected_taken - shadow.ring_delivered_
-      << " SENDs delivered as predicted, " << shadow.malformed_ << " malformed heads and " << shadow.credit_errors_
-      << " impossible credits (ring_protocol_errors " << errors() << "), " << compares << " ring read-backs equal; "
-      << "the target's " << target_sent << " messages to the hostile peer: " << ring_in << " by ring, " << send_in
-      << " by SEND; a WRITE past the ring: " << refused << "; " << t.check();
+  rep << "): " << shadow.ring_delivered_ << " ring messages and "
+      << expected_taken - shadow.ring_delivered_ << " SENDs delivered as predicted, "
+      << shadow.malformed_ << " malformed heads and " << shadow.credit_errors_
+      << " impossible credits (ring_protocol_errors " << errors() << "), " << compares
+      << " ring read-backs equal; "
+      << "the target's " << target_sent << " messages to the hostile peer: " << ring_in
+      << " by ring, " << send_in << " by SEND; a WRITE past the ring: " << refused << "; "
+      << t.check();
   return rep.str();
 }
 

@@ -5,6 +5,8 @@
 // is checked byte for byte both ways. Passes when no sanitizer fires, the legitimate traffic is
 // complete and intact, and the target's counters account for every hostile packet (wire_fuzz.h).
 // UNET_WIRE_FUZZ_SEED repeats a run, UNET_WIRE_FUZZ_PACKETS sets its length (tests/README.md).
+#include "wire_fuzz.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 
 #include "endpoint_support.h"
 #include "layer_channel.h"
-#include "wire_fuzz.h"
 #include "unet/core/little_endian.h"
 #include "unet/uam/endpoint.h"
 #include "unet/uam/wire_header.h"
@@ -56,7 +57,8 @@ std::vector<Bytes> capture(RawPeer& cap, Poll&& poll, std::chrono::milliseconds 
   std::vector<Bytes> got;
   const auto end = std::chrono::steady_clock::now() + 2s;
   auto last = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - last < quiet && std::chrono::steady_clock::now() < end) {
+  while (std::chrono::steady_clock::now() - last < quiet &&
+         std::chrono::steady_clock::now() < end) {
     (void)poll();
     if (cap.drain([&](std::span<const std::byte> b) { got.emplace_back(b.begin(), b.end()); }) > 0)
       last = std::chrono::steady_clock::now();
@@ -80,8 +82,9 @@ Bytes random_bytes(Rng& r, std::size_t n) {
 // A 32-bit field a hostile peer would try: zero, small, huge, random.
 std::uint32_t odd_u32(Rng& r) {
   static constexpr std::uint32_t kOdd[] = {0, 1, 2, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF};
-  return r() % 3 == 0 ? kOdd[r() % std::size(kOdd)] : r() % 2 ? static_cast<std::uint32_t>(r() % 64)
-                                                                : static_cast<std::uint32_t>(r());
+  return r() % 3 == 0 ? kOdd[r() % std::size(kOdd)]
+         : r() % 2    ? static_cast<std::uint32_t>(r() % 64)
+                      : static_cast<std::uint32_t>(r());
 }
 
 // What every layer's target shares: the endpoint under attack, its legitimate peer joined to it
@@ -114,8 +117,10 @@ class LayerTarget : public Target {
 
   std::string name_;
   std::unique_ptr<E> target_, legit_;
-  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel, t_hostile_ = core::kNoChannel;
-  std::uint64_t malformed_ = 0, decodable_ = 0;  // hostile packets the layer's codec refuses, accepts
+  ChannelId l_target_ = core::kNoChannel, t_legit_ = core::kNoChannel,
+            t_hostile_ = core::kNoChannel;
+  std::uint64_t malformed_ = 0,
+                decodable_ = 0;  // hostile packets the layer's codec refuses, accepts
 };
 
 // ---- core: raw messages; every hostile one that reaches the layer is delivered intact, in order.
@@ -123,9 +128,10 @@ class CoreTarget : public LayerTarget<core::Endpoint> {
  public:
   // `ring`: RC endpoints with rings of this geometry (slots, slot bytes), not the default one.
   explicit CoreTarget(Transport t, std::pair<std::uint32_t, std::uint32_t> ring = {})
-      : LayerTarget(std::string("core ") + transport_name(t) + (ring.first ? " ring" : ""),
-                    std::make_unique<core::Endpoint>(ring_config(net_config(kTargetDevice, t), ring)),
-                    std::make_unique<core::Endpoint>(ring_config(net_config(kPeerDevice, t), ring))),
+      : LayerTarget(
+            std::string("core ") + transport_name(t) + (ring.first ? " ring" : ""),
+            std::make_unique<core::Endpoint>(ring_config(net_config(kTargetDevice, t), ring)),
+            std::make_unique<core::Endpoint>(ring_config(net_config(kPeerDevice, t), ring))),
         planned_(packets() / 2 + 16) {}
   std::vector<Bytes> record(const char*) override {  // core has no header: legitimate payloads
     std::vector<Bytes> v;
@@ -154,7 +160,8 @@ class CoreTarget : public LayerTarget<core::Endpoint> {
       }
     }
     while (!echoes_.empty() && send(*target_, t_legit_, echoes_.front())) echoes_.pop_front();
-    if (target_->flush() < 0) return false;  // posted now: none waits to be flushed by a UD recovery
+    if (target_->flush() < 0)
+      return false;  // posted now: none waits to be flushed by a UD recovery
     while (legit_->receive(d) == Status::kOk) {
       const Bytes b = take(*legit_, d);
       bad_ += d.channel != l_target_ || b != message(echoed_);
@@ -169,16 +176,21 @@ class CoreTarget : public LayerTarget<core::Endpoint> {
   std::uint64_t hostile_taken() const override { return hostile_delivered_ + hostile_unexpected_; }
   std::string check() override {
     EXPECT_EQ(bad_, 0u) << name_ << ": legitimate messages altered";
-    EXPECT_EQ(hostile_altered_ + hostile_unexpected_, 0u) << name_ << ": hostile messages altered or made up";
-    EXPECT_TRUE(hostile_.empty()) << name_ << ": " << hostile_.size() << " hostile messages never delivered";
+    EXPECT_EQ(hostile_altered_ + hostile_unexpected_, 0u)
+        << name_ << ": hostile messages altered or made up";
+    EXPECT_TRUE(hostile_.empty()) << name_ << ": " << hostile_.size()
+                                  << " hostile messages never delivered";
     std::ostringstream r;
-    r << "core delivered all " << hostile_delivered_ << " to the application intact and in order (received); "
-      << "legitimate: " << planned_ << " messages there and back, " << legit_bytes_ << " bytes checked";
+    r << "core delivered all " << hostile_delivered_
+      << " to the application intact and in order (received); "
+      << "legitimate: " << planned_ << " messages there and back, " << legit_bytes_
+      << " bytes checked";
     return r.str();
   }
 
  private:
-  static core::EndpointConfig ring_config(core::EndpointConfig c, std::pair<std::uint32_t, std::uint32_t> ring) {
+  static core::EndpointConfig ring_config(core::EndpointConfig c,
+                                          std::pair<std::uint32_t, std::uint32_t> ring) {
     if (ring.first) std::tie(c.ring_slots, c.ring_slot_bytes) = ring;
     return c;
   }
@@ -223,27 +235,36 @@ class UamTarget : public LayerTarget<uam::Endpoint> {
                     std::make_unique<uam::Endpoint>(net_config(kTargetDevice, t), target_config()),
                     std::make_unique<uam::Endpoint>(net_config(kPeerDevice, t))),
         planned_(packets() / 2 + 16) {
-    EXPECT_EQ(target_->on_request(kEcho, [this](uam::Token& tok, const uam::Message& m) {
-      if (m.channel != t_legit_) {  // hostile: handled, never answered
-        ++hostile_handled_;
-        return uam::Disposition::kDone;
-      }
-      const std::uint64_t k = m.args.empty() ? ~0ull : m.args[0];
-      const Bytes want = payload(k);
-      bad_ += m.args.size() != 2 || !std::equal(want.begin(), want.end(), m.payload.begin(), m.payload.end());
-      legit_bytes_ += m.payload.size();
-      EXPECT_EQ(target_->reply(tok, kEchoReply, m.args, m.payload), Status::kOk);
-      return uam::Disposition::kDone;
-    }), Status::kOk);
-    EXPECT_EQ(legit_->on_reply(kEchoReply, [this](const uam::Message& m) {
-      const Bytes want = payload(m.cookie);
-      bad_ += m.args.size() != 2 || m.args[0] != m.cookie ||
-              !std::equal(want.begin(), want.end(), m.payload.begin(), m.payload.end());
-      legit_bytes_ += m.payload.size();
-      ++replies_;
-      return uam::Disposition::kDone;
-    }), Status::kOk);
-    legit_->on_completion([this](ChannelId, std::uint64_t, Status s) { ++(s == Status::kOk ? completed_ : failed_); });
+    EXPECT_EQ(target_->on_request(
+                  kEcho,
+                  [this](uam::Token& tok, const uam::Message& m) {
+                    if (m.channel != t_legit_) {  // hostile: handled, never answered
+                      ++hostile_handled_;
+                      return uam::Disposition::kDone;
+                    }
+                    const std::uint64_t k = m.args.empty() ? ~0ull : m.args[0];
+                    const Bytes want = payload(k);
+                    bad_ += m.args.size() != 2 || !std::equal(want.begin(), want.end(),
+                                                              m.payload.begin(), m.payload.end());
+                    legit_bytes_ += m.payload.size();
+                    EXPECT_EQ(target_->reply(tok, kEchoReply, m.args, m.payload), Status::kOk);
+                    return uam::Disposition::kDone;
+                  }),
+              Status::kOk);
+    EXPECT_EQ(legit_->on_reply(kEchoReply,
+                               [this](const uam::Message& m) {
+                                 const Bytes want = payload(m.cookie);
+                                 bad_ += m.args.size() != 2 || m.args[0] != m.cookie ||
+                                         !std::equal(want.begin(), want.end(), m.payload.begin(),
+                                                     m.payload.end());
+                                 legit_bytes_ += m.payload.size();
+                                 ++replies_;
+                                 return uam::Disposition::kDone;
+                               }),
+              Status::kOk);
+    legit_->on_completion([this](ChannelId, std::uint64_t, Status s) {
+      ++(s == Status::kOk ? completed_ : failed_);
+    });
   }
   // A uam endpoint's requests (coalesced into shared packets), and what it sends when they go
   // unanswered: retransmissions and credit probes.
@@ -295,9 +316,9 @@ class UamTarget : public LayerTarget<uam::Endpoint> {
   }
   std::string check() override {
     const uam::Stats& s = target_->stats();
-    const std::uint64_t fates = s.credit_messages_received + s.bad_credits + s.duplicates + s.out_of_order +
-                                s.overruns + s.stray_replies + s.error_replies + s.unknown_handler +
-                                s.requests_handled + s.replies_handled;
+    const std::uint64_t fates = s.credit_messages_received + s.bad_credits + s.duplicates +
+                                s.out_of_order + s.overruns + s.stray_replies + s.error_replies +
+                                s.unknown_handler + s.requests_handled + s.replies_handled;
     const uam::Stats& l = legit_->stats();
     const std::uint64_t legit_messages = l.requests_sent + l.credit_messages + l.retransmitted;
     EXPECT_EQ(s.malformed, malformed_) << name_;
@@ -309,13 +330,15 @@ class UamTarget : public LayerTarget<uam::Endpoint> {
     EXPECT_EQ(completed_, planned_) << name_;
     EXPECT_EQ(target_->channel_status(t_legit_), Status::kOk) << name_;
     std::ostringstream r;
-    r << "uam: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), " << messages_
-      << " hostile messages decoded (credit " << s.credit_messages_received << ", bad_credits " << s.bad_credits
-      << ", duplicates " << s.duplicates << ", out_of_order " << s.out_of_order << ", overruns " << s.overruns
-      << ", stray_replies " << s.stray_replies << ", error_replies " << s.error_replies << ", unknown_handler "
-      << s.unknown_handler << ", requests_handled " << s.requests_handled << " of which hostile " << hostile_handled_
+    r << "uam: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), "
+      << messages_ << " hostile messages decoded (credit " << s.credit_messages_received
+      << ", bad_credits " << s.bad_credits << ", duplicates " << s.duplicates << ", out_of_order "
+      << s.out_of_order << ", overruns " << s.overruns << ", stray_replies " << s.stray_replies
+      << ", error_replies " << s.error_replies << ", unknown_handler " << s.unknown_handler
+      << ", requests_handled " << s.requests_handled << " of which hostile " << hostile_handled_
       << ", replies_handled " << s.replies_handled << "; less " << legit_messages
-      << " legitimate); legitimate: " << planned_ << " requests echoed, " << legit_bytes_ << " bytes checked";
+      << " legitimate); legitimate: " << planned_ << " requests echoed, " << legit_bytes_
+      << " bytes checked";
     return r.str();
   }
 
@@ -328,11 +351,13 @@ class UamTarget : public LayerTarget<uam::Endpoint> {
   Bytes payload(std::uint64_t k) const { return pattern(k, size_of(k, 0, legit_->max_payload(2))); }
   // One message: a header of mostly right magic, version and kind, anything else in the fields.
   static Bytes forge_one(Rng& r) {
-    const std::uint8_t n = r() % 8 == 0 ? static_cast<std::uint8_t>(5 + r() % 3) : static_cast<std::uint8_t>(r() % 5);
+    const std::uint8_t n =
+        r() % 8 == 0 ? static_cast<std::uint8_t>(5 + r() % 3) : static_cast<std::uint8_t>(r() % 5);
     const std::size_t body = r() % 3 == 0 ? r() % 600 : r() % 40;
     Bytes b(16 + 8 * std::min<std::size_t>(n, 4) + body);
     b[0] = static_cast<std::byte>(r() % 8 ? uam::kWireMagic : r());
-    const std::uint8_t kind = r() % 8 ? static_cast<std::uint8_t>(1 + r() % 5) : static_cast<std::uint8_t>(r() % 16);
+    const std::uint8_t kind =
+        r() % 8 ? static_cast<std::uint8_t>(1 + r() % 5) : static_cast<std::uint8_t>(r() % 16);
     b[1] = static_cast<std::byte>((r() % 8 ? uam::kWireVersion : r() % 16) << 4 | kind);
     b[2] = static_cast<std::byte>(r() % 2 ? kEcho : r());
     std::uint8_t flags = n | (r() % 8 == 0 ? uam::wire::kProbeBit : 0);
@@ -340,14 +365,15 @@ class UamTarget : public LayerTarget<uam::Endpoint> {
     b[3] = static_cast<std::byte>(flags);
     core::store_le<std::uint16_t>(b.data() + 4, static_cast<std::uint16_t>(r() % 4 ? body : r()));
     b[6] = static_cast<std::byte>(r() % 2 ? 0 : r());  // credits returned
-    b[7] = static_cast<std::byte>(r());                  // token
+    b[7] = static_cast<std::byte>(r());                // token
     core::store_le<std::uint32_t>(b.data() + 8, odd_u32(r));
     core::store_le<std::uint32_t>(b.data() + 12, odd_u32(r));
     for (std::size_t i = 16; i < b.size(); ++i) b[i] = static_cast<std::byte>(r());
     return b;
   }
 
-  std::uint64_t planned_, issued_ = 0, replies_ = 0, completed_ = 0, failed_ = 0, bad_ = 0, legit_bytes_ = 0;
+  std::uint64_t planned_, issued_ = 0, replies_ = 0, completed_ = 0, failed_ = 0, bad_ = 0,
+                          legit_bytes_ = 0;
   std::uint64_t messages_ = 0, hostile_handled_ = 0;
 };
 
@@ -378,13 +404,20 @@ class DatagramTarget : public LayerTarget<ulp::DatagramEndpoint> {
   Bytes forge(Rng& r) override {
     ulp::DatagramHeader h;
     h.src_port = static_cast<std::uint16_t>(r() % 2 ? kLegitPort : r());
-    h.dst_port = static_cast<std::uint16_t>(r() % 3 ? kTargetPort : r() % 2 ? kTargetPort + 1 : r());
-    h.stride = static_cast<std::uint16_t>(r() % 2 ? target_->stride() : r() % 2 ? ulp::kMinStride - r() % 2 : r());
+    h.dst_port = static_cast<std::uint16_t>(r() % 3   ? kTargetPort
+                                            : r() % 2 ? kTargetPort + 1
+                                                      : r());
+    h.stride = static_cast<std::uint16_t>(r() % 2   ? target_->stride()
+                                          : r() % 2 ? ulp::kMinStride - r() % 2
+                                                    : r());
     h.id = odd_u32(r);
-    h.length = r() % 8 == 0 ? ulp::kMaxDatagram + static_cast<std::uint32_t>(r() % 3) : static_cast<std::uint32_t>(r() % 20000);
-    h.count = static_cast<std::uint16_t>(r() % 4 && h.stride ? ulp::fragment_count(h.length, h.stride) : r());
+    h.length = r() % 8 == 0 ? ulp::kMaxDatagram + static_cast<std::uint32_t>(r() % 3)
+                            : static_cast<std::uint32_t>(r() % 20000);
+    h.count = static_cast<std::uint16_t>(
+        r() % 4 && h.stride ? ulp::fragment_count(h.length, h.stride) : r());
     h.index = static_cast<std::uint16_t>(r() % 4 && h.count ? r() % h.count : r());
-    const std::size_t frag = r() % 4 && h.stride ? std::min<std::size_t>(h.fragment_bytes(), 2000) : r() % 600;
+    const std::size_t frag =
+        r() % 4 && h.stride ? std::min<std::size_t>(h.fragment_bytes(), 2000) : r() % 600;
     Bytes b(ulp::kDatagramHeaderBytes + frag);
     b[0] = static_cast<std::byte>(r() % 8 ? ulp::kDatagramMagic : r());
     b[1] = static_cast<std::byte>(r() % 8 ? ulp::kDatagramVersion << 4 | 1 : r());
@@ -395,7 +428,8 @@ class DatagramTarget : public LayerTarget<ulp::DatagramEndpoint> {
     core::store_le<std::uint32_t>(b.data() + 12, h.length);
     core::store_le<std::uint16_t>(b.data() + 16, h.index);
     core::store_le<std::uint16_t>(b.data() + 18, h.count);
-    for (std::size_t i = ulp::kDatagramHeaderBytes; i < b.size(); ++i) b[i] = static_cast<std::byte>(r());
+    for (std::size_t i = ulp::kDatagramHeaderBytes; i < b.size(); ++i)
+      b[i] = static_cast<std::byte>(r());
     return b;
   }
   void legit_step() override {
@@ -415,13 +449,14 @@ class DatagramTarget : public LayerTarget<ulp::DatagramEndpoint> {
         continue;
       }
       const Bytes want = datagram(arrived_);
-      bad_ += info.src_port != kLegitPort || !std::equal(want.begin(), want.end(), buf_.begin(), buf_.begin() + info.length) ||
+      bad_ += info.src_port != kLegitPort ||
+              !std::equal(want.begin(), want.end(), buf_.begin(), buf_.begin() + info.length) ||
               info.length != want.size();
       legit_bytes_ += info.length;
       echoes_.push_back(arrived_++);
     }
-    while (!echoes_.empty() &&
-           target_->send_to(kTargetPort, t_legit_, kLegitPort, datagram(echoes_.front())) == Status::kOk)
+    while (!echoes_.empty() && target_->send_to(kTargetPort, t_legit_, kLegitPort,
+                                                datagram(echoes_.front())) == Status::kOk)
       echoes_.pop_front();
     while (legit_->recv_from(kLegitPort, buf_, info) == Status::kOk) {
       const Bytes want = datagram(echoed_++);
@@ -438,19 +473,22 @@ class DatagramTarget : public LayerTarget<ulp::DatagramEndpoint> {
     const ulp::DatagramStats& s = target_->stats();
     const ulp::ReassemblyStats& a = target_->reassembly_stats();
     EXPECT_EQ(s.malformed, malformed_) << "datagram";
-    EXPECT_EQ(s.fragments_received, decodable_ + malformed_ + legit_->stats().fragments_sent) << "datagram";
-    EXPECT_EQ(s.fragments_received, s.malformed + s.unbound_drops + s.delivered + s.queue_full_drops + a.held +
-                                        a.duplicates + a.inconsistent + a.no_slot)
+    EXPECT_EQ(s.fragments_received, decodable_ + malformed_ + legit_->stats().fragments_sent)
+        << "datagram";
+    EXPECT_EQ(s.fragments_received, s.malformed + s.unbound_drops + s.delivered +
+                                        s.queue_full_drops + a.held + a.duplicates +
+                                        a.inconsistent + a.no_slot)
         << "datagram: every fragment in one counter";
     EXPECT_EQ(s.delivered, arrived_ + hostile_datagrams_) << "datagram";
     EXPECT_EQ(s.queue_full_drops, 0u) << "datagram";
     EXPECT_EQ(bad_, 0u) << "datagram: legitimate datagrams altered";
     std::ostringstream r;
-    r << "datagram: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), " << decodable_
-      << " decodable (unbound_drops " << s.unbound_drops << ", reassembly held " << a.held << " duplicates "
-      << a.duplicates << " inconsistent " << a.inconsistent << " no_slot " << a.no_slot << ", " << hostile_datagrams_
-      << " whole hostile datagrams delivered and taken); legitimate: " << planned_ << " datagrams there and back, "
-      << legit_bytes_ << " bytes checked";
+    r << "datagram: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), "
+      << decodable_ << " decodable (unbound_drops " << s.unbound_drops << ", reassembly held "
+      << a.held << " duplicates " << a.duplicates << " inconsistent " << a.inconsistent
+      << " no_slot " << a.no_slot << ", " << hostile_datagrams_
+      << " whole hostile datagrams delivered and taken); legitimate: " << planned_
+      << " datagrams there and back, " << legit_bytes_ << " bytes checked";
     return r.str();
   }
 
@@ -477,14 +515,16 @@ ulp::StreamConfig stream_config() {
 class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
  public:
   explicit StreamTarget(Transport t)
-      : LayerTarget(std::string("stream ") + transport_name(t),
-                    std::make_unique<ulp::StreamEndpoint>(net_config(kTargetDevice, t), stream_config()),
-                    std::make_unique<ulp::StreamEndpoint>(net_config(kPeerDevice, t), stream_config())),
+      : LayerTarget(
+            std::string("stream ") + transport_name(t),
+            std::make_unique<ulp::StreamEndpoint>(net_config(kTargetDevice, t), stream_config()),
+            std::make_unique<ulp::StreamEndpoint>(net_config(kPeerDevice, t), stream_config())),
         planned_(packets() * 256) {
     EXPECT_EQ(target_->listen(kStreamPort), Status::kOk);
     EXPECT_EQ(legit_->connect(l_target_, kStreamPort, lc_), Status::kOk);
     const auto end = std::chrono::steady_clock::now() + 10s;
-    while (target_->accept(kStreamPort, tc_) != Status::kOk && std::chrono::steady_clock::now() < end)
+    while (target_->accept(kStreamPort, tc_) != Status::kOk &&
+           std::chrono::steady_clock::now() < end)
       (void)poll();
     EXPECT_NE(tc_, ulp::kNoConn) << name_ << ": no connection";
   }
@@ -496,7 +536,8 @@ class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
     const ChannelId ch = join_raw(rec, cap);
     ulp::ConnId c = ulp::kNoConn;
     EXPECT_EQ(rec.connect(ch, kStreamPort, c), Status::kOk);
-    std::vector<Bytes> got = capture(cap, [&] { return rec.poll(); }, 5ms);
+    std::vector<Bytes> got = capture(
+        cap, [&] { return rec.poll(); }, 5ms);
     ulp::SegmentHeader syn;
     if (got.empty() || ulp::decode(got.front(), syn) != Status::kOk) {
       ADD_FAILURE() << "the recorder sent no SYN";
@@ -518,7 +559,8 @@ class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
     };
     answer(ulp::kSyn | ulp::kAck, iss, {});
     const auto more = [&](std::chrono::milliseconds quiet) {
-      auto v = capture(cap, [&] { return rec.poll(); }, quiet);
+      auto v = capture(
+          cap, [&] { return rec.poll(); }, quiet);
       got.insert(got.end(), v.begin(), v.end());
     };
     more(5ms);
@@ -543,26 +585,31 @@ class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
     std::map<std::tuple<std::uint8_t, std::uint32_t, std::size_t>, Bytes> kept;
     for (Bytes& b : got) {
       ulp::SegmentHeader h;
-      if (ulp::decode(b, h) == Status::kOk) kept.try_emplace({h.flags, h.seq - syn.seq, b.size()}, std::move(b));
+      if (ulp::decode(b, h) == Status::kOk)
+        kept.try_emplace({h.flags, h.seq - syn.seq, b.size()}, std::move(b));
     }
     std::vector<Bytes> corpus;
     for (auto& [key, b] : kept) corpus.push_back(std::move(b));
     return corpus;
   }
   Bytes forge(Rng& r) override {
-    const std::uint8_t flags = static_cast<std::uint8_t>(r() % 32 | (r() % 16 == 0 ? r() & 0xE0 : 0));
+    const std::uint8_t flags =
+        static_cast<std::uint8_t>(r() % 32 | (r() % 16 == 0 ? r() & 0xE0 : 0));
     const std::size_t body = flags & ulp::kSack ? 8 * (r() % 6) : r() % 2 ? 0 : r() % 700;
     Bytes b(ulp::kSegmentHeaderBytes + body);
     b[0] = static_cast<std::byte>(r() % 8 ? ulp::kSegmentMagic : r());
     b[1] = static_cast<std::byte>(r() % 8 ? ulp::kSegmentVersion << 4 : r());
     b[2] = static_cast<std::byte>(flags);
     b[3] = static_cast<std::byte>(r() % 16 ? 0 : r());
-    core::store_le<std::uint16_t>(b.data() + 4, static_cast<std::uint16_t>(r() % 2 ? 49152 + r() % 8 : r()));
-    core::store_le<std::uint16_t>(b.data() + 6, static_cast<std::uint16_t>(r() % 2 ? kStreamPort : r()));
+    core::store_le<std::uint16_t>(b.data() + 4,
+                                  static_cast<std::uint16_t>(r() % 2 ? 49152 + r() % 8 : r()));
+    core::store_le<std::uint16_t>(b.data() + 6,
+                                  static_cast<std::uint16_t>(r() % 2 ? kStreamPort : r()));
     core::store_le<std::uint32_t>(b.data() + 8, odd_u32(r));
     core::store_le<std::uint32_t>(b.data() + 12, odd_u32(r));
     core::store_le<std::uint32_t>(b.data() + 16, odd_u32(r));
-    for (std::size_t i = ulp::kSegmentHeaderBytes; i < b.size(); ++i) b[i] = static_cast<std::byte>(r());
+    for (std::size_t i = ulp::kSegmentHeaderBytes; i < b.size(); ++i)
+      b[i] = static_cast<std::byte>(r());
     return b;
   }
   void legit_step() override {
@@ -585,7 +632,9 @@ class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
     }
     while (!echo_.empty()) {
       std::size_t took = 0;
-      const Bytes front(echo_.begin(), echo_.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(echo_.size(), 16384)));
+      const Bytes front(
+          echo_.begin(),
+          echo_.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(echo_.size(), 16384)));
       if (target_->send(tc_, front, took) != Status::kOk || took == 0) break;
       echo_.erase(echo_.begin(), echo_.begin() + static_cast<std::ptrdiff_t>(took));
     }
@@ -602,17 +651,19 @@ class StreamTarget : public LayerTarget<ulp::StreamEndpoint> {
     EXPECT_EQ(s.malformed, malformed_) << name_;
     EXPECT_EQ(s.segments + s.malformed + s.stray + s.refused_syn, target_->net().stats().upcalls)
         << name_ << ": every segment in one counter";
-    EXPECT_EQ(s.segments + s.stray + s.refused_syn, decodable_ + legit_->net().stats().sent) << name_;
+    EXPECT_EQ(s.segments + s.stray + s.refused_syn, decodable_ + legit_->net().stats().sent)
+        << name_;
     EXPECT_EQ(bad_, 0u) << name_ << ": legitimate bytes altered";
     EXPECT_EQ(got_, planned_) << name_;
     ulp::StreamState st;
     EXPECT_EQ(target_->state(tc_, st), Status::kOk);
     EXPECT_EQ(st, ulp::StreamState::kEstablished) << name_;
     std::ostringstream r;
-    r << "stream: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), " << decodable_
-      << " decodable (stray " << s.stray << ", refused_syn " << s.refused_syn << ", segments " << s.segments
-      << " less " << legit_->net().stats().sent << " legitimate; " << s.resets_sent << " RSTs sent back); legitimate: "
-      << planned_ << " bytes there and back, checked both ways";
+    r << "stream: " << malformed_ << " malformed (stats().malformed " << s.malformed << "), "
+      << decodable_ << " decodable (stray " << s.stray << ", refused_syn " << s.refused_syn
+      << ", segments " << s.segments << " less " << legit_->net().stats().sent << " legitimate; "
+      << s.resets_sent << " RSTs sent back); legitimate: " << planned_
+      << " bytes there and back, checked both ways";
     return r.str();
   }
 
@@ -633,7 +684,9 @@ class WireFuzz : public ::testing::Test {
   static void fuzz(Transport t) {
     T target(t);
     const bool rc = t == Transport::kRc;
-    const Options o{.rc = rc, .target_buffer = rc ? kRcBuffer : kUdBuffer, .stranger = !rc && std::is_same_v<T, CoreTarget>};
+    const Options o{.rc = rc,
+                    .target_buffer = rc ? kRcBuffer : kUdBuffer,
+                    .stranger = !rc && std::is_same_v<T, CoreTarget>};
     std::printf("wire fuzz: %s\n", run(target, o).c_str());
   }
 };
@@ -644,7 +697,8 @@ TEST_F(WireFuzz, CoreRc) { fuzz<CoreTarget>(Transport::kRc); }
 // writes cover every slot many times and the target's messages to it run out of credit.
 TEST_F(WireFuzz, CoreRcRing) {
   CoreTarget target(Transport::kRc, {16, 256});
-  std::printf("wire fuzz: %s\n", run_ring(target, {.hostile_slots = 8, .hostile_slot_bytes = 64}).c_str());
+  std::printf("wire fuzz: %s\n",
+              run_ring(target, {.hostile_slots = 8, .hostile_slot_bytes = 64}).c_str());
 }
 TEST_F(WireFuzz, UamUd) { fuzz<UamTarget>(Transport::kUd); }
 TEST_F(WireFuzz, UamRc) { fuzz<UamTarget>(Transport::kRc); }

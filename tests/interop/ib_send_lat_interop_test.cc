@@ -58,7 +58,8 @@ std::vector<std::string> lat_args(const Device& d, int port, const LatCase& c) {
     std::string bytes, iters, t_min, t_max, t_typical;
     if (!(f >> bytes >> iters >> t_min >> t_max >> t_typical)) continue;
     if (bytes != std::to_string(c.size) || iters != std::to_string(c.iters)) continue;
-    const bool clock_failed = out.find("Correlation coefficient r^2") != std::string::npos && t_typical == "inf";
+    const bool clock_failed =
+        out.find("Correlation coefficient r^2") != std::string::npos && t_typical == "inf";
     const bool number = t_typical.find_first_not_of("0123456789.") == std::string::npos &&
                         t_typical.find('.') != std::string::npos;
     if (measured && !clock_failed && !number)
@@ -82,20 +83,25 @@ core::EndpointConfig lat_config(const Device& d, const LatCase& c) {
 }
 
 // Makes the channel with the tool; on failure reports why with the tool's exit status and output.
-std::optional<bench::IbSendLatPeer> connect_with(Endpoint& ep, const bench::IbSendLatOptions& o, Tool& tool) {
+std::optional<bench::IbSendLatPeer> connect_with(Endpoint& ep, const bench::IbSendLatOptions& o,
+                                                 Tool& tool) {
   try {
     return bench::connect_ib_send_lat(ep, o);
   } catch (const verbs::Error& e) {
     const int rc = tool.wait_exit(5s);
-    ADD_FAILURE() << e.what() << "\nib_send_lat exit status " << rc << ", output:\n" << tool.output();
+    ADD_FAILURE() << e.what() << "\nib_send_lat exit status " << rc << ", output:\n"
+                  << tool.output();
     return std::nullopt;
   }
 }
 
 // ITERS messages of SIZE bytes each way, in the tool's order (its client sends first), then the
 // closing exchange.
-void run_and_close(Side& side, bench::IbSendLatPeer& peer, const LatCase& c, bool we_send_first, Tool& tool) {
-  std::vector<std::byte> msg(c.size, std::byte{we_send_first ? std::uint8_t{0x5a} : std::uint8_t{0xa5}}), got;
+void run_and_close(Side& side, bench::IbSendLatPeer& peer, const LatCase& c, bool we_send_first,
+                   Tool& tool) {
+  std::vector<std::byte> msg(c.size,
+                             std::byte{we_send_first ? std::uint8_t{0x5a} : std::uint8_t{0xa5}}),
+      got;
   for (std::uint32_t it = 0; it < c.iters; ++it) {
     if (we_send_first) {
       ASSERT_TRUE(side.send(msg)) << "message " << it << "\n" << tool.output();
@@ -249,7 +255,8 @@ TEST_P(IbSendLatInterop, RdmaCmUnetServerToolClient) {
   // The tool's client now disconnects both its connections (the exchange's and the data one) and
   // waits for each to complete: the endpoint answers while it serves its channels.
   int closed = 0;
-  for (auto end = std::chrono::steady_clock::now() + kWait; closed < 2 && std::chrono::steady_clock::now() < end;)
+  for (auto end = std::chrono::steady_clock::now() + kWait;
+       closed < 2 && std::chrono::steady_clock::now() < end;)
     closed += ep.service_channels();
   EXPECT_EQ(closed, 2) << "the tool's disconnects did not both arrive";
   const int rc = tool.wait_exit(kWait);

@@ -1,7 +1,8 @@
-// Device: `unet_perf --oob rc_pingpong` against the unmodified ibv_rc_pingpong, and `unet_perf --oob
-// ib_send_lat` against perftest's ib_send_lat (plain and -R), both directions — the compatibility
-// modes a user points the tools they trust at. Same -s and -n on both sides; ibv_rc_pingpong runs
-// with -c, so it checks our bytes too (a mismatch prints "invalid data in page").
+// Device: `unet_perf --oob rc_pingpong` against the unmodified ibv_rc_pingpong, and `unet_perf
+// --oob ib_send_lat` against perftest's ib_send_lat (plain and -R), both directions — the
+// compatibility modes a user points the tools they trust at. Same -s and -n on both sides;
+// ibv_rc_pingpong runs with -c, so it checks our bytes too (a mismatch prints "invalid data in
+// page").
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -21,15 +22,41 @@ using namespace std::chrono_literals;
 
 constexpr auto kWait = 120s;
 
-std::vector<std::string> tool_args(const Device& dev, int port, const char* size, const char* iters) {
-  return {"ibv_rc_pingpong", "-d", dev.name, "-g", std::to_string(dev.gid_index), "-p", std::to_string(port),
-          "-s", size, "-n", iters, "-c"};
+std::vector<std::string> tool_args(const Device& dev, int port, const char* size,
+                                   const char* iters) {
+  return {"ibv_rc_pingpong",
+          "-d",
+          dev.name,
+          "-g",
+          std::to_string(dev.gid_index),
+          "-p",
+          std::to_string(port),
+          "-s",
+          size,
+          "-n",
+          iters,
+          "-c"};
 }
 
-std::vector<std::string> perf_args(const Device& dev, int port, const char* size, const char* iters) {
-  return {UNET_PERF_PATH, "--test", "ep_lat", "--oob", "rc_pingpong", "-d", dev.name, "-x",
-          std::to_string(dev.gid_index), "-p", std::to_string(port), "-s", size, "-n", iters,
-          "--timeout_ms", "60000"};
+std::vector<std::string> perf_args(const Device& dev, int port, const char* size,
+                                   const char* iters) {
+  return {UNET_PERF_PATH,
+          "--test",
+          "ep_lat",
+          "--oob",
+          "rc_pingpong",
+          "-d",
+          dev.name,
+          "-x",
+          std::to_string(dev.gid_index),
+          "-p",
+          std::to_string(port),
+          "-s",
+          size,
+          "-n",
+          iters,
+          "--timeout_ms",
+          "60000"};
 }
 
 // A row of perftest's latency table for `size` bytes and `iters` iterations.
@@ -126,13 +153,25 @@ struct SendLatCase {
   int port;
 };
 
-void PrintTo(const SendLatCase& c, std::ostream* os) { *os << (c.rdma_cm ? "-R" : "TCP") << ", port " << c.port; }
+void PrintTo(const SendLatCase& c, std::ostream* os) {
+  *os << (c.rdma_cm ? "-R" : "TCP") << ", port " << c.port;
+}
 
 class UnetPerfIbSendLat : public ::testing::TestWithParam<SendLatCase> {};
 
 std::vector<std::string> ib_send_lat_args(const Device& dev, const SendLatCase& c) {
-  std::vector<std::string> a = {"ib_send_lat", "-d", dev.name, "-x", std::to_string(dev.gid_index), "-p",
-                                std::to_string(c.port), "-s", "8", "-n", "500", "-F"};
+  std::vector<std::string> a = {"ib_send_lat",
+                                "-d",
+                                dev.name,
+                                "-x",
+                                std::to_string(dev.gid_index),
+                                "-p",
+                                std::to_string(c.port),
+                                "-s",
+                                "8",
+                                "-n",
+                                "500",
+                                "-F"};
   if (c.rdma_cm) a.push_back("-R");
   return a;
 }

@@ -155,8 +155,8 @@ TEST(PerfAmProcess, AmBwEventsWithAWindowOfOne) {
   UNET_REQUIRE_DEVICE();
   expect_am_run(
       "am_bw_e",
-      {"--test", "am_bw", "-e", "--window", "1", "-s", "4096", "-n", "200", "--warmup", "20"}, 19140,
-      Kind::kBw, 4096, 200, 20);
+      {"--test", "am_bw", "-e", "--window", "1", "-s", "4096", "-n", "200", "--warmup", "20"},
+      19140, Kind::kBw, 4096, 200, 20);
 }
 
 TEST(PerfAmProcess, UdSweepEndsAtTheLargestPayload) {

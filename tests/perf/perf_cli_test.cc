@@ -56,8 +56,10 @@ TEST(PerfCli, HelpOfTestNamesEveryTest) {
   std::string text;
   bool in = false;
   for (const std::string& line : lines_of(help.out())) {
-    if (line.starts_with("  -")) in = line.starts_with("  --test ");
-    else if (in) text += line + " ";
+    if (line.starts_with("  -"))
+      in = line.starts_with("  --test ");
+    else if (in)
+      text += line + " ";
   }
   ASSERT_FALSE(text.empty()) << help.out();
   for (const std::string& name : table_names())

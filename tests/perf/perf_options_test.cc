@@ -56,7 +56,8 @@ const BadCase kBadCases[] = {
     {"port_zero", [](RawFlags& f) { f.ib_port = 0; }, "-i 0 is out of range (1 .. 255)"},
     {"gid_negative", [](RawFlags& f) { f.gid_index = -2; }, "-x -2 is out of range"},
     {"sl_too_big", [](RawFlags& f) { f.sl = 16; }, "-S 16 is out of range (0 .. 15)"},
-    {"tclass_too_big", [](RawFlags& f) { f.traffic_class = 256; }, "-T 256 is out of range (0 .. 255)"},
+    {"tclass_too_big", [](RawFlags& f) { f.traffic_class = 256; },
+     "-T 256 is out of range (0 .. 255)"},
     {"tcp_port_too_big", [](RawFlags& f) { f.tcp_port = 70000; },
      "-p 70000 is out of range (1 .. 65535)"},
     {"size_zero", [](RawFlags& f) { f.size = 0; }, "-s 0 is out of range (1 .. 8388608)"},
@@ -92,7 +93,8 @@ const BadCase kBadCases[] = {
        f.mode = "base";
      },
      "--mode base does not fit --test da_read_lat"},
-    {"inline_too_big", [](RawFlags& f) { f.inline_size = 4097; }, "-I 4097 is out of range (0 .. 4096)"},
+    {"inline_too_big", [](RawFlags& f) { f.inline_size = 4097; },
+     "-I 4097 is out of range (0 .. 4096)"},
     {"batch_zero",
      [](RawFlags& f) {
        f.test = "ep_bw";
@@ -115,70 +117,174 @@ const BadCase kBadCases[] = {
        f.events = true;
      },
      "-e is not available for da_write_bw"},
-    {"oob_rc_pingpong_bw", [](RawFlags& f) { f.oob = "rc_pingpong"; f.test = "ep_bw"; },
+    {"oob_rc_pingpong_bw",
+     [](RawFlags& f) {
+       f.oob = "rc_pingpong";
+       f.test = "ep_bw";
+     },
      "--oob rc_pingpong runs --test ep_lat only"},
-    {"oob_rc_pingpong_ud", [](RawFlags& f) { f.oob = "rc_pingpong"; f.connection = "UD"; },
+    {"oob_rc_pingpong_ud",
+     [](RawFlags& f) {
+       f.oob = "rc_pingpong";
+       f.connection = "UD";
+     },
      "--oob rc_pingpong is RC: drop -c UD"},
-    {"oob_rc_pingpong_all", [](RawFlags& f) { f.oob = "rc_pingpong"; f.all_sizes = true; },
+    {"oob_rc_pingpong_all",
+     [](RawFlags& f) {
+       f.oob = "rc_pingpong";
+       f.all_sizes = true;
+     },
      "--oob rc_pingpong runs one size"},
-    {"oob_rc_pingpong_cm", [](RawFlags& f) { f.oob = "rc_pingpong"; f.rdma_cm = true; },
+    {"oob_rc_pingpong_cm",
+     [](RawFlags& f) {
+       f.oob = "rc_pingpong";
+       f.rdma_cm = true;
+     },
      "drop -R"},
-    {"oob_rc_pingpong_mtu", [](RawFlags& f) { f.oob = "rc_pingpong"; f.mtu = 1000; },
+    {"oob_rc_pingpong_mtu",
+     [](RawFlags& f) {
+       f.oob = "rc_pingpong";
+       f.mtu = 1000;
+     },
      "-m must be 256, 512, 1024, 2048 or 4096 (the tool's -m)"},
     {"mtu_without_rc_pingpong", [](RawFlags& f) { f.mtu = 1024; },
      "-m sets the path MTU of --oob rc_pingpong or ib_send_lat only"},
-    {"oob_ib_send_lat_bw", [](RawFlags& f) { f.oob = "ib_send_lat"; f.test = "ep_bw"; },
+    {"oob_ib_send_lat_bw",
+     [](RawFlags& f) {
+       f.oob = "ib_send_lat";
+       f.test = "ep_bw";
+     },
      "--oob ib_send_lat runs --test ep_lat only"},
     {"oob_unknown", [](RawFlags& f) { f.oob = "ssh"; },
      "--oob must be unet, rc_pingpong or ib_send_lat, not 'ssh'"},
-    {"am_size_over_payload_limit", [](RawFlags& f) { f.test = "am_lat"; f.size = 65536; },
+    {"am_size_over_payload_limit",
+     [](RawFlags& f) {
+       f.test = "am_lat";
+       f.size = 65536;
+     },
      "-s 65536 is out of range (1 .. 65535) (an active message's payload)"},
-    {"am_bw_size_zero", [](RawFlags& f) { f.test = "am_bw"; f.size = 0; },
+    {"am_bw_size_zero",
+     [](RawFlags& f) {
+       f.test = "am_bw";
+       f.size = 0;
+     },
      "-s 0 is out of range (1 .. 65535)"},
-    {"am_all_and_size", [](RawFlags& f) { f.test = "am_bw"; f.all_sizes = true; f.size = 8; },
+    {"am_all_and_size",
+     [](RawFlags& f) {
+       f.test = "am_bw";
+       f.all_sizes = true;
+       f.size = 8;
+     },
      "-a runs every size from 2 to 65535 bytes; drop -s"},
-    {"am_direct_mode", [](RawFlags& f) { f.test = "am_lat"; f.mode = "direct"; },
+    {"am_direct_mode",
+     [](RawFlags& f) {
+       f.test = "am_lat";
+       f.mode = "direct";
+     },
      "--mode direct does not fit --test am_lat, a base-level test"},
-    {"am_lat_batch", [](RawFlags& f) { f.test = "am_lat"; f.batch = 8; },
+    {"am_lat_batch",
+     [](RawFlags& f) {
+       f.test = "am_lat";
+       f.batch = 8;
+     },
      "--batch applies to the *_bw tests only"},
-    {"am_ud_rdma_cm", [](RawFlags& f) { f.test = "am_lat"; f.connection = "UD"; f.rdma_cm = true; },
+    {"am_ud_rdma_cm",
+     [](RawFlags& f) {
+       f.test = "am_lat";
+       f.connection = "UD";
+       f.rdma_cm = true;
+     },
      "-R (rdma_cm) sets up RC channels only"},
-    {"am_oob_tool", [](RawFlags& f) { f.test = "am_lat"; f.oob = "ib_send_lat"; },
+    {"am_oob_tool",
+     [](RawFlags& f) {
+       f.test = "am_lat";
+       f.oob = "ib_send_lat";
+     },
      "--oob ib_send_lat runs --test ep_lat only"},
     {"window_for_ep_test", [](RawFlags& f) { f.window = 8; },
      "--window applies to the am_* tests only"},
-    {"window_zero", [](RawFlags& f) { f.test = "am_bw"; f.window = 0; },
+    {"window_zero",
+     [](RawFlags& f) {
+       f.test = "am_bw";
+       f.window = 0;
+     },
      "--window 0 is out of range (1 .. 127)"},
-    {"window_over_uam_limit", [](RawFlags& f) { f.test = "am_bw"; f.window = 128; },
+    {"window_over_uam_limit",
+     [](RawFlags& f) {
+       f.test = "am_bw";
+       f.window = 128;
+     },
      "--window 128 is out of range (1 .. 127)"},
     // A ring's geometry: core's bounds, and only where there is a ring.
     {"ring_slots_not_power_of_two", [](RawFlags& f) { f.ring_slots = 48; },
      "--ring_slots must be a power of two in 2..16384, not 48"},
     {"ring_slot_bytes_odd", [](RawFlags& f) { f.ring_slot_bytes = 100; },
      "--ring_slot_bytes must be a multiple of 8 in 32..32768, not 100"},
-    {"ring_geometry_noring", [](RawFlags& f) { f.ring = false; f.ring_slots = 16; },
+    {"ring_geometry_noring",
+     [](RawFlags& f) {
+       f.ring = false;
+       f.ring_slots = 16;
+     },
      "they need -c RC and no --noring"},
-    {"ring_geometry_ud", [](RawFlags& f) { f.connection = "UD"; f.ring_slot_bytes = 512; },
+    {"ring_geometry_ud",
+     [](RawFlags& f) {
+       f.connection = "UD";
+       f.ring_slot_bytes = 512;
+     },
      "they need -c RC and no --noring"},
     // ulp's datagrams run on UD only; the stream runs on UD unless -c RC, and -R needs RC.
-    {"dgram_lat_rc", [](RawFlags& f) { f.test = "dgram_lat"; f.connection = "RC"; },
+    {"dgram_lat_rc",
+     [](RawFlags& f) {
+       f.test = "dgram_lat";
+       f.connection = "RC";
+     },
      "-c RC: dgram_lat runs on UD only"},
-    {"dgram_lat_rdma_cm", [](RawFlags& f) { f.test = "dgram_lat"; f.rdma_cm = true; },
-     "-R (rdma_cm) sets up RC channels only; dgram_lat runs on a UD channel set up out of band: drop -R"},
-    {"stream_lat_rdma_cm", [](RawFlags& f) { f.test = "stream_lat"; f.rdma_cm = true; },
-     "-R (rdma_cm) sets up RC channels only; stream_lat runs on a UD channel set up out of band unless "
+    {"dgram_lat_rdma_cm",
+     [](RawFlags& f) {
+       f.test = "dgram_lat";
+       f.rdma_cm = true;
+     },
+     "-R (rdma_cm) sets up RC channels only; dgram_lat runs on a UD channel set up out of band: "
+     "drop -R"},
+    {"stream_lat_rdma_cm",
+     [](RawFlags& f) {
+       f.test = "stream_lat";
+       f.rdma_cm = true;
+     },
+     "-R (rdma_cm) sets up RC channels only; stream_lat runs on a UD channel set up out of band "
+     "unless "
      "-c RC: drop -R"},
-    {"dgram_over_64k", [](RawFlags& f) { f.test = "dgram_lat"; f.size = 65537; },
+    {"dgram_over_64k",
+     [](RawFlags& f) {
+       f.test = "dgram_lat";
+       f.size = 65537;
+     },
      "-s 65537 is out of range (1 .. 65536) (one ulp datagram)"},
-    {"stream_bw_batch", [](RawFlags& f) { f.test = "stream_bw"; f.batch = 4; },
+    {"stream_bw_batch",
+     [](RawFlags& f) {
+       f.test = "stream_bw";
+       f.batch = 4;
+     },
      "--batch does not apply to stream_bw"},
-    {"stream_window", [](RawFlags& f) { f.test = "stream_bw"; f.window = 8; },
+    {"stream_window",
+     [](RawFlags& f) {
+       f.test = "stream_bw";
+       f.window = 8;
+     },
      "--window applies to the am_* tests only"},
     {"coalesce_for_ep_test", [](RawFlags& f) { f.coalesce = false; },
      "--coalesce applies to the am_* tests only"},
-    {"stream_direct_mode", [](RawFlags& f) { f.test = "stream_lat"; f.mode = "direct"; },
+    {"stream_direct_mode",
+     [](RawFlags& f) {
+       f.test = "stream_lat";
+       f.mode = "direct";
+     },
      "--mode direct does not fit --test stream_lat, a base-level test"},  // stream_bw takes it
-    {"stream_oob_tool", [](RawFlags& f) { f.test = "stream_lat"; f.oob = "rc_pingpong"; },
+    {"stream_oob_tool",
+     [](RawFlags& f) {
+       f.test = "stream_lat";
+       f.oob = "rc_pingpong";
+     },
      "--oob rc_pingpong runs --test ep_lat only"},
 };
 

@@ -1,6 +1,6 @@
 // The real unet_perf binary as child processes, for the device tests (perf_process_test.cc,
-// perf_am_process_test.cc, perf_ulp_process_test.cc): spawn a server and a client, wait with a limit, read their output and
-// check the rows of its table.
+// perf_am_process_test.cc, perf_ulp_process_test.cc): spawn a server and a client, wait with a
+// limit, read their output and check the rows of its table.
 #pragma once
 
 #include <fcntl.h>

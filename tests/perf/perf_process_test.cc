@@ -130,7 +130,6 @@ TEST(PerfProcess, UdSweepSkipsSizesAboveTheMtuWithAReason) {
   EXPECT_NE(p.client_out.find("exceed the UD path MTU"), std::string::npos) << show(p);
 }
 
-
 TEST(PerfProcess, JsonReportIsWrittenAndParses) {
   UNET_REQUIRE_DEVICE();
   const std::string path = ::testing::TempDir() + "perf_report.json";
@@ -162,7 +161,8 @@ TEST(PerfProcess, RingSlotBytesDecideWhichMessagesGoByWrite) {
   const std::string path = ::testing::TempDir() + "perf_ring_geometry.json";
   for (const auto& [size, by_ring] : {std::pair{"100", false}, std::pair{"32", true}}) {
     std::remove(path.c_str());
-    Pair p = run_pair("ring_geometry", {"--test", "ep_lat", "-s", size, "-n", "200", "--ring_slot_bytes", "64"},
+    Pair p = run_pair("ring_geometry",
+                      {"--test", "ep_lat", "-s", size, "-n", "200", "--ring_slot_bytes", "64"},
                       by_ring ? 19173 : 19174, "127.0.0.1", {}, {"--json", path});
     ASSERT_EQ(p.client, 0) << show(p);
     ASSERT_EQ(p.server, 0) << show(p);

@@ -121,8 +121,8 @@ TEST_F(PerfProgress, PushBatchStopsAtNoResourceAndThrowsOnAHardError) {
   EXPECT_EQ(posted[0] != 0 && posted[1] != 0 && posted[2] == 0, true);
   EXPECT_FALSE(push_batch(p, 5, next, 8, 1, posted, room_for_3, "send")) << "no room: none";
   EXPECT_EQ(error_of([&] {
-              (void)push_batch(p, 5, next, 8, 1, posted,
-                               [](std::uint64_t) { return Status::kFlushed; }, "send");
+              (void)push_batch(
+                  p, 5, next, 8, 1, posted, [](std::uint64_t) { return Status::kFlushed; }, "send");
             }),
             "send failed: " + std::string(to_string(Status::kFlushed)));
 }

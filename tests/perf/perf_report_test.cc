@@ -214,8 +214,7 @@ TEST(PerfJson, AmReportHasTheServersCountAndTheWindow) {
   EXPECT_EQ(row.at("am_duplicates"), 3);
   EXPECT_EQ(row.at("MsgRate"), 0.03);
   // Other tests have neither the count nor the window.
-  const json ep =
-      parse_json(report_json(config("ep_bw", {}), info, std::vector<SizeResult>(1)));
+  const json ep = parse_json(report_json(config("ep_bw", {}), info, std::vector<SizeResult>(1)));
   EXPECT_FALSE(ep.at("results").at(0).contains("server_count"));
   EXPECT_FALSE(ep.at("results").at(0).contains("am_retransmitted"));
   EXPECT_FALSE(ep.at("config").contains("am_window"));
@@ -227,8 +226,8 @@ TEST(PerfJson, NamesThePeerTool) {
     f.test = "ep_lat";
     f.hosts = {"127.0.0.1"};
     f.oob = oob;
-    const json doc = parse_json(
-        report_json(std::get<PerfConfig>(make_config(f)), RunInfo{"rxe0", 44, 1.0}, {}));
+    const json doc =
+        parse_json(report_json(std::get<PerfConfig>(make_config(f)), RunInfo{"rxe0", 44, 1.0}, {}));
     EXPECT_EQ(doc.at("config").at("oob"), oob);
   }
 }

@@ -48,7 +48,8 @@ void expect_ulp_run(const std::string& name, std::vector<std::string> args, int 
   }
   const bool rc = std::find(args.begin(), args.end(), "RC") != args.end();
   const std::string transport = rc ? "RC" : "UD";
-  EXPECT_NE(p.client_out.find("# user-level protocol over " + transport), std::string::npos) << show(p);
+  EXPECT_NE(p.client_out.find("# user-level protocol over " + transport), std::string::npos)
+      << show(p);
   EXPECT_TRUE(rows(p.server_out).empty()) << "the client measures";
 
   const nlohmann::json doc = parse_json(text);
@@ -91,8 +92,8 @@ TEST(PerfUlpProcess, DgramLatEvents) {
 
 TEST(PerfUlpProcess, StreamLat) {
   UNET_REQUIRE_DEVICE();
-  expect_ulp_run("stream_lat", {"--test", "stream_lat", "-s", "64", "-n", "300"}, 19163,
-                 Kind::kLat, 64, 300, 400);
+  expect_ulp_run("stream_lat", {"--test", "stream_lat", "-s", "64", "-n", "300"}, 19163, Kind::kLat,
+                 64, 300, 400);
 }
 
 TEST(PerfUlpProcess, StreamLatManySegmentsPerMessage) {
@@ -121,7 +122,8 @@ TEST(PerfUlpProcess, StreamBwSmallMessagesWithEventsAndWarmup) {
 // server's byte count and the first and last messages' content are checked as for copied sends.
 TEST(PerfUlpProcess, StreamBwZeroCopy) {
   UNET_REQUIRE_DEVICE();
-  expect_ulp_run("stream_bw_zc", {"--test", "stream_bw", "--mode", "direct", "-n", "300", "--warmup", "20"}, 19169,
+  expect_ulp_run("stream_bw_zc",
+                 {"--test", "stream_bw", "--mode", "direct", "-n", "300", "--warmup", "20"}, 19169,
                  Kind::kBw, 65536, 300, 320.0 * 65536);
 }
 
@@ -129,13 +131,14 @@ TEST(PerfUlpProcess, StreamBwZeroCopy) {
 // and the latency test's echoes are checked, as over UD. Datagrams stay UD only.
 TEST(PerfUlpProcess, StreamOverRc) {
   UNET_REQUIRE_DEVICE();
-  expect_ulp_run("stream_lat_rc", {"--test", "stream_lat", "-c", "RC", "-s", "64", "-n", "300"}, 19170,
-                 Kind::kLat, 64, 300, 400);
-  expect_ulp_run("stream_bw_rc", {"--test", "stream_bw", "-c", "RC", "-n", "300", "--warmup", "20"}, 19171,
-                 Kind::kBw, 65536, 300, 320.0 * 65536);
-  expect_ulp_run("stream_bw_rc_zc", {"--test", "stream_bw", "-c", "RC", "--mode", "direct", "-n", "300",
-                                     "--warmup", "20"},
-                 19172, Kind::kBw, 65536, 300, 320.0 * 65536);
+  expect_ulp_run("stream_lat_rc", {"--test", "stream_lat", "-c", "RC", "-s", "64", "-n", "300"},
+                 19170, Kind::kLat, 64, 300, 400);
+  expect_ulp_run("stream_bw_rc", {"--test", "stream_bw", "-c", "RC", "-n", "300", "--warmup", "20"},
+                 19171, Kind::kBw, 65536, 300, 320.0 * 65536);
+  expect_ulp_run(
+      "stream_bw_rc_zc",
+      {"--test", "stream_bw", "-c", "RC", "--mode", "direct", "-n", "300", "--warmup", "20"}, 19172,
+      Kind::kBw, 65536, 300, 320.0 * 65536);
 }
 
 TEST(PerfUlpProcess, DatagramsOverRcAreRefusedBeforeAnyPeer) {

@@ -14,7 +14,8 @@ namespace unet::test {
 
 // An endpoint on the test device (UNET_DEVICE, UNET_GID_INDEX) with `buffers` 4 KiB buffers, half
 // of them on the free queue, a send queue of 64 and a receive queue of `buffers` descriptors.
-inline core::EndpointConfig endpoint_config(core::Transport t = core::Transport::kRc, std::uint32_t buffers = 128) {
+inline core::EndpointConfig endpoint_config(core::Transport t = core::Transport::kRc,
+                                            std::uint32_t buffers = 128) {
   core::EndpointConfig c;
   c.device = device_name();
   c.gid_index = gid_index();
@@ -46,8 +47,8 @@ inline core::EndpointConfig uam_config(core::Transport t) {
 }
 
 // Opens a channel between two endpoints of this process (the out-of-band halves swapped directly).
-inline std::pair<core::ChannelId, core::ChannelId> connect_endpoints(core::Endpoint& a, core::Endpoint& b,
-                                                                     const core::ChannelOptions& options = {}) {
+inline std::pair<core::ChannelId, core::ChannelId> connect_endpoints(
+    core::Endpoint& a, core::Endpoint& b, const core::ChannelOptions& options = {}) {
   core::ChannelOffer oa = a.offer_channel(options), ob = b.offer_channel(options);
   return {a.accept_offer(oa, ob.local), b.accept_offer(ob, oa.local)};
 }
@@ -72,7 +73,8 @@ inline std::vector<std::byte> pattern(std::size_t n, std::uint64_t seed) {
 
 // Sends `bytes` on `ch` from a segment buffer (any size up to max_message(ch)); the buffer goes
 // back when the send is refused.
-inline Status send_bytes(core::Endpoint& ep, core::ChannelId ch, const std::vector<std::byte>& bytes) {
+inline Status send_bytes(core::Endpoint& ep, core::ChannelId ch,
+                         const std::vector<std::byte>& bytes) {
   core::BufferId b = core::kNoBuffer;
   if (Status s = ep.acquire_buffer(b); s != Status::kOk) return s;
   std::memcpy(ep.buffer(b).data(), bytes.data(), bytes.size());

@@ -65,7 +65,8 @@ struct RawChannel {
   template <class... Args>
   explicit RawChannel(const core::EndpointConfig& net, Args&&... args)
       : ep(net, std::forward<Args>(args)...),
-        raw(device_name(), net.transport == core::Transport::kRc ? verbs::QpType::kRc : verbs::QpType::kUd),
+        raw(device_name(),
+            net.transport == core::Transport::kRc ? verbs::QpType::kRc : verbs::QpType::kUd),
         ch(join_raw(ep, raw)) {}
   // Polls the endpoint, draining what the raw peer receives, until `done`, for at most 10 s.
   template <class Done>

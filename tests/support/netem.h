@@ -68,7 +68,8 @@ inline std::string lossy_netem() {
 // it off after. Derive from it, naming the devices.
 class NetemTest : public ::testing::Test {
  protected:
-  explicit NetemTest(std::vector<std::string> devs = {"veth0", "veth1"}, std::string netem = lossy_netem())
+  explicit NetemTest(std::vector<std::string> devs = {"veth0", "veth1"},
+                     std::string netem = lossy_netem())
       : devs_(std::move(devs)), netem_(std::move(netem)) {}
   void SetUp() override;
   void TearDown() override {
@@ -103,17 +104,18 @@ inline core::EndpointConfig lossy_ud_config(const char* device) {
 }  // namespace unet::test
 
 // In a fault test's SetUp: skip without the two-device set-up, or fail under UNET_REQUIRE_DEVICE=1.
-#define UNET_REQUIRE_TWO_DEVICES()                                                        \
-  do {                                                                                    \
-    if (!::unet::test::two_devices()) {                                                   \
-      if (::unet::test::device_required())                                                \
-        FAIL() << "UNET_REQUIRE_DEVICE=1 but not run under ci/rxe-vm --two-dev";          \
-      GTEST_SKIP() << "needs two rxe devices across a veth pair: ci/rxe-vm --two-dev";    \
-    }                                                                                     \
+#define UNET_REQUIRE_TWO_DEVICES()                                                     \
+  do {                                                                                 \
+    if (!::unet::test::two_devices()) {                                                \
+      if (::unet::test::device_required())                                             \
+        FAIL() << "UNET_REQUIRE_DEVICE=1 but not run under ci/rxe-vm --two-dev";       \
+      GTEST_SKIP() << "needs two rxe devices across a veth pair: ci/rxe-vm --two-dev"; \
+    }                                                                                  \
   } while (0)
 
 inline void unet::test::NetemTest::SetUp() {
   UNET_REQUIRE_TWO_DEVICES();
   for (const auto& d : devs_)
-    ASSERT_EQ(run("tc qdisc replace dev " + d + " root netem " + netem_ + " && echo ok"), "ok\n") << d;
+    ASSERT_EQ(run("tc qdisc replace dev " + d + " root netem " + netem_ + " && echo ok"), "ok\n")
+        << d;
 }

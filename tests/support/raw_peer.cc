@@ -29,8 +29,10 @@ RawPeer::RawPeer(const std::string& device, verbs::QpType type, std::uint32_t ma
   path_.rnr_retry = 7;
   send_buf_.resize(max_bytes);
   recv_buf_.resize(std::size_t{recv_depth} * (kGrhSlot + max_bytes));
-  send_mr_ = std::make_unique<verbs::MemoryRegion>(pd_, send_buf_.data(), send_buf_.size(), IBV_ACCESS_LOCAL_WRITE);
-  recv_mr_ = std::make_unique<verbs::MemoryRegion>(pd_, recv_buf_.data(), recv_buf_.size(), IBV_ACCESS_LOCAL_WRITE);
+  send_mr_ = std::make_unique<verbs::MemoryRegion>(pd_, send_buf_.data(), send_buf_.size(),
+                                                   IBV_ACCESS_LOCAL_WRITE);
+  recv_mr_ = std::make_unique<verbs::MemoryRegion>(pd_, recv_buf_.data(), recv_buf_.size(),
+                                                   IBV_ACCESS_LOCAL_WRITE);
   make_qp();
 }
 
@@ -63,10 +65,12 @@ void RawPeer::renew() {
 
 void RawPeer::offer_ring(std::uint32_t slots, std::uint32_t slot_bytes) {
   const core::ring::Geometry g{slots, slot_bytes};
-  if (type_ != verbs::QpType::kRc || !core::ring::valid(g)) throw std::invalid_argument("RawPeer: no such ring");
+  if (type_ != verbs::QpType::kRc || !core::ring::valid(g))
+    throw std::invalid_argument("RawPeer: no such ring");
   ring_.assign(g.remote_bytes() / 8, 0);  // a slot the endpoint may write is all zeros
   ring_mr_ = std::make_unique<verbs::MemoryRegion>(
-      pd_, ring_.data(), g.remote_bytes(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+      pd_, ring_.data(), g.remote_bytes(),
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   ring_slots_ = slots;
   ring_slot_bytes_ = slot_bytes;
 }
@@ -91,7 +95,8 @@ void RawPeer::connect(std::string_view endpoint_line) {
     throw std::invalid_argument("RawPeer: bad line");
   endpoint_ring_ = {};
   if (ring_mr_ && g.slots != 0)
-    endpoint_ring_ = {remote.memory.addr, remote.memory.rkey, remote.memory.length, g.slots, g.slot_bytes};
+    endpoint_ring_ = {remote.memory.addr, remote.memory.rkey, remote.memory.length, g.slots,
+                      g.slot_bytes};
   if (type_ == verbs::QpType::kUd) {
     verbs::RemotePort rp;
     rp.lid = remote.lid;
@@ -149,8 +154,8 @@ Status RawPeer::post_and_wait(ibv_send_wr& wr) {
 Status RawPeer::send(std::span<const std::byte> bytes, std::optional<std::uint32_t> imm) {
   if (bytes.size() > max_bytes_) throw std::invalid_argument("RawPeer: message past max_bytes");
   if (!bytes.empty()) std::memcpy(send_buf_.data(), bytes.data(), bytes.size());
-  ibv_sge sge{reinterpret_cast<std::uint64_t>(send_buf_.data()), static_cast<std::uint32_t>(bytes.size()),
-              send_mr_->lkey()};
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(send_buf_.data()),
+              static_cast<std::uint32_t>(bytes.size()), send_mr_->lkey()};
   ibv_send_wr wr{};
   wr.sg_list = &sge;
   wr.num_sge = bytes.empty() ? 0 : 1;

@@ -60,7 +60,9 @@ class RawPeer {
   // `slot_bytes` (with a control block after it), registered for its remote writes and reads.
   void offer_ring(std::uint32_t slots, std::uint32_t slot_bytes);
   // Our ring and its control block, as the endpoint writes them (empty without offer_ring()).
-  std::span<std::byte> own_ring() { return {reinterpret_cast<std::byte*>(ring_.data()), ring_.size() * 8}; }
+  std::span<std::byte> own_ring() {
+    return {reinterpret_cast<std::byte*>(ring_.data()), ring_.size() * 8};
+  }
   // The endpoint's ring, learned at connect() from its offer when both offers carry one (else
   // all zero): its key, geometry and where its control block starts.
   struct EndpointRing {

@@ -24,9 +24,9 @@ class VerbsTest : public ::testing::Test {
   void SetUp() override;
 
   // A QP of `type` on this fixture's PD; its CQ is `cq` (default: the fixture's).
-  std::unique_ptr<verbs::QueuePair> make_qp(verbs::QpType type,
-                                            std::shared_ptr<verbs::CompletionQueue> cq = nullptr,
-                                            std::shared_ptr<verbs::SharedReceiveQueue> srq = nullptr);
+  std::unique_ptr<verbs::QueuePair> make_qp(
+      verbs::QpType type, std::shared_ptr<verbs::CompletionQueue> cq = nullptr,
+      std::shared_ptr<verbs::SharedReceiveQueue> srq = nullptr);
   // Connects a and b to each other (RC/UC), both moved to RTS.
   void connect_pair(verbs::QueuePair& a, verbs::QueuePair& b, verbs::PathParams path = {});
   verbs::PathParams path() const;

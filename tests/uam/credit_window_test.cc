@@ -160,7 +160,8 @@ TEST(CreditWindow, FloodWithoutRepliesNeverStallsForever) {
   }
 }
 
-// A credit taken for a request that was never sent comes back; undo with none taken changes nothing.
+// A credit taken for a request that was never sent comes back; undo with none taken changes
+// nothing.
 TEST(CreditWindow, UndoConsumeGivesBackAnUnsentCredit) {
   CreditWindow w(2);
   w.undo_consume();

@@ -59,7 +59,8 @@ void sink_in_order(Endpoint& ep, std::uint64_t& handled,
                             if (m.args.size() == 1) {
                               EXPECT_EQ(m.args[0], handled) << "out of order";
                               const auto bytes = want(m.args[0]);
-                              EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(), bytes.begin(), bytes.end()))
+                              EXPECT_TRUE(std::equal(m.payload.begin(), m.payload.end(),
+                                                     bytes.begin(), bytes.end()))
                                   << m.args[0];
                             }
                             ++handled;
@@ -74,21 +75,28 @@ TEST_P(UamTransport, RequestReplyRoundTrips) {
   UNET_REQUIRE_DEVICE();
   Pair p(net_config(GetParam()), net_config(GetParam()));
   std::uint64_t handled = 0, replies = 0, ok = 0, bad = 0;
-  ASSERT_EQ(p.b.on_request(kEcho, [&](Token& t, const Message& m) {
-    ++handled;
-    EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload), Status::kOk);
-    EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload), Status::kInvalidState);  // reply once
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kEcho,
+                           [&](Token& t, const Message& m) {
+                             ++handled;
+                             EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload), Status::kOk);
+                             EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload),
+                                       Status::kInvalidState);  // reply once
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
   std::vector<std::vector<std::byte>> sent;
-  ASSERT_EQ(p.a.on_reply(kEchoReply, [&](const Message& m) {
-    const auto& want = sent.at(m.cookie);
-    if (m.payload.size() != want.size() || !std::equal(want.begin(), want.end(), m.payload.begin()) ||
-        m.args.size() != m.cookie % 5 || (!m.args.empty() && m.args[0] != m.cookie * 3))
-      ++bad;
-    ++replies;
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.a.on_reply(kEchoReply,
+                         [&](const Message& m) {
+                           const auto& want = sent.at(m.cookie);
+                           if (m.payload.size() != want.size() ||
+                               !std::equal(want.begin(), want.end(), m.payload.begin()) ||
+                               m.args.size() != m.cookie % 5 ||
+                               (!m.args.empty() && m.args[0] != m.cookie * 3))
+                             ++bad;
+                           ++replies;
+                           return Disposition::kDone;
+                         }),
+            Status::kOk);
   p.a.on_completion([&](ChannelId ch, std::uint64_t, Status s) {
     EXPECT_EQ(ch, p.ab);
     ok += s == Status::kOk;
@@ -121,11 +129,13 @@ TEST_P(UamTransport, RequestWithoutReplyCompletesImplicitly) {
   UNET_REQUIRE_DEVICE();
   Pair p(net_config(GetParam()), net_config(GetParam()));
   std::uint64_t sum = 0, ok = 0;
-  ASSERT_EQ(p.b.on_request(kSink, [&](Token& t, const Message& m) {
-    sum += m.args[0];
-    EXPECT_FALSE(t.replied());
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kSink,
+                           [&](Token& t, const Message& m) {
+                             sum += m.args[0];
+                             EXPECT_FALSE(t.replied());
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
   const std::uint64_t word = 7;
   ASSERT_EQ(p.a.request(p.ab, kSink, std::span(&word, 1)), Status::kOk);
@@ -154,7 +164,8 @@ TEST_P(UamTransport, UnknownHandlerIsAnErrorReply) {
   EXPECT_EQ(p.b.stats().unknown_handler, 1u);
   EXPECT_EQ(p.a.stats().completed_error, 1u);
   // The channel still works.
-  ASSERT_EQ(p.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }),
+            Status::kOk);
   ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk);
   ASSERT_TRUE(p.pump([&] { return calls == 2; }));
   EXPECT_EQ(got, Status::kOk);
@@ -168,7 +179,11 @@ TEST_P(UamTransport, CreditWindowBoundsRequests) {
   cfg.window = 8;
   Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
   int handled = 0, ok = 0;
-  ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message&) { ++handled; return Disposition::kDone; }),
+  ASSERT_EQ(p.b.on_request(kSink,
+                           [&](Token&, const Message&) {
+                             ++handled;
+                             return Disposition::kDone;
+                           }),
             Status::kOk);
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
   for (int i = 0; i < 8; ++i) ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk) << i;
@@ -191,12 +206,14 @@ TEST_P(UamTransport, KeptBufferHoldsItsCredit) {
   Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
   std::vector<BufferId> kept;
   std::vector<std::byte> seen;
-  ASSERT_EQ(p.b.on_request(kKeep, [&](Token&, const Message& m) {
-    EXPECT_NE(m.buffer, core::kNoBuffer);
-    kept.push_back(m.buffer);
-    seen.assign(m.payload.begin(), m.payload.end());
-    return Disposition::kKept;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kKeep,
+                           [&](Token&, const Message& m) {
+                             EXPECT_NE(m.buffer, core::kNoBuffer);
+                             kept.push_back(m.buffer);
+                             seen.assign(m.payload.begin(), m.payload.end());
+                             return Disposition::kKept;
+                           }),
+            Status::kOk);
   const auto body = pattern(500, 5);
   ASSERT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kOk);
   ASSERT_EQ(p.a.request(p.ab, kKeep, {}, body), Status::kOk);
@@ -207,7 +224,8 @@ TEST_P(UamTransport, KeptBufferHoldsItsCredit) {
   EXPECT_EQ(p.b.release(kept[0]), Status::kOk);
   EXPECT_EQ(p.b.release(kept[0]), Status::kInvalidState);  // released twice
   Status s = Status::kNoResource;
-  ASSERT_TRUE(p.pump([&] { return (s = p.a.request(p.ab, kKeep, {}, body)) != Status::kNoResource; }));
+  ASSERT_TRUE(
+      p.pump([&] { return (s = p.a.request(p.ab, kKeep, {}, body)) != Status::kNoResource; }));
   EXPECT_EQ(s, Status::kOk);
 }
 
@@ -266,10 +284,12 @@ TEST_P(UamTransport, AChannelCarriesNoMoreThanThePeersBuffersHold) {
   EXPECT_EQ(p.b.max_payload(p.ba, 1), most);
   EXPECT_EQ(p.a.max_payload(p.ab + 7, 1), 0u) << "no such channel";
   const std::uint64_t word = 99;
-  EXPECT_EQ(p.a.request(p.ab, kSink, std::span(&word, 1), pattern(most + 1, 1)), Status::kInvalidArgument);
+  EXPECT_EQ(p.a.request(p.ab, kSink, std::span(&word, 1), pattern(most + 1, 1)),
+            Status::kInvalidArgument);
   EXPECT_EQ(p.a.stats().requests_sent, 0u);
   std::uint64_t handled = 0, ok = 0;
-  sink_in_order(p.b, handled, [&](std::uint64_t i) { return i == 0 ? pattern(most, 2) : pattern(100 + i, i); });
+  sink_in_order(p.b, handled,
+                [&](std::uint64_t i) { return i == 0 ? pattern(most, 2) : pattern(100 + i, i); });
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
   constexpr std::uint64_t kBurst = 16;
   for (std::uint64_t i = 0; i < kBurst; ++i) {
@@ -337,9 +357,12 @@ TEST_P(UamTransport, BadInputIsRefused) {
   std::vector<std::byte> big(p.a.max_payload(0) + 1);
   EXPECT_EQ(p.a.request(p.ab, kSink, {}, big), Status::kInvalidArgument);
   EXPECT_EQ(p.a.request(p.ab + 7, kSink, {}), Status::kNotFound);
-  EXPECT_EQ(p.a.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
-  EXPECT_EQ(p.a.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kInvalidState);
-  EXPECT_EQ(p.a.on_reply(kSink, [](const Message&) { return Disposition::kDone; }), Status::kInvalidState);
+  EXPECT_EQ(p.a.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }),
+            Status::kOk);
+  EXPECT_EQ(p.a.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }),
+            Status::kInvalidState);
+  EXPECT_EQ(p.a.on_reply(kSink, [](const Message&) { return Disposition::kDone; }),
+            Status::kInvalidState);
   EXPECT_EQ(p.a.on_request(kEcho, nullptr), Status::kInvalidArgument);
   EXPECT_EQ(p.a.release(3), Status::kInvalidState);  // not a kept buffer
   EXPECT_EQ(p.a.stats().requests_sent, 0u);
@@ -362,24 +385,32 @@ TEST(UamRc, FloodNeverOverrunsWithRnrRetryZero) {
   const ChannelId chs[2] = {p.ab, p.ba};
   for (int s = 0; s < 2; ++s) {
     Endpoint& e = *eps[s];
-    ASSERT_EQ(e.on_request(kEcho, [&, s](Token& t, const Message& m) {
-      ++handled[s];
-      const auto want = pattern(m.payload.size(), m.args[0]);
-      if (!std::equal(want.begin(), want.end(), m.payload.begin(), m.payload.end())) ++corrupt;
-      const std::uint64_t w = m.args[0];
-      EXPECT_EQ(eps[s]->reply(t, kEchoReply, std::span(&w, 1)), Status::kOk);
-      return Disposition::kDone;
-    }), Status::kOk);
-    ASSERT_EQ(e.on_reply(kEchoReply, [&, s](const Message& m) {
-      replies[s] += m.args[0] == m.cookie;
-      return Disposition::kDone;
-    }), Status::kOk);
-    e.on_completion([&, s](ChannelId, std::uint64_t, Status st) { st == Status::kOk ? ++ok[s] : ++errors; });
+    ASSERT_EQ(e.on_request(kEcho,
+                           [&, s](Token& t, const Message& m) {
+                             ++handled[s];
+                             const auto want = pattern(m.payload.size(), m.args[0]);
+                             if (!std::equal(want.begin(), want.end(), m.payload.begin(),
+                                             m.payload.end()))
+                               ++corrupt;
+                             const std::uint64_t w = m.args[0];
+                             EXPECT_EQ(eps[s]->reply(t, kEchoReply, std::span(&w, 1)), Status::kOk);
+                             return Disposition::kDone;
+                           }),
+              Status::kOk);
+    ASSERT_EQ(e.on_reply(kEchoReply,
+                         [&, s](const Message& m) {
+                           replies[s] += m.args[0] == m.cookie;
+                           return Disposition::kDone;
+                         }),
+              Status::kOk);
+    e.on_completion(
+        [&, s](ChannelId, std::uint64_t, Status st) { st == Status::kOk ? ++ok[s] : ++errors; });
   }
   std::uint64_t next[2] = {};
   const std::size_t sizes[] = {0, 8, 28, 200, 1500, 4000};
   const auto end = std::chrono::steady_clock::now() + 60s;
-  while ((ok[0] < kCount || ok[1] < kCount) && errors == 0 && std::chrono::steady_clock::now() < end) {
+  while ((ok[0] < kCount || ok[1] < kCount) && errors == 0 &&
+         std::chrono::steady_clock::now() < end) {
     for (int s = 0; s < 2; ++s) {
       while (next[s] < kCount) {
         const std::uint64_t i = next[s];
@@ -415,7 +446,8 @@ TEST(UamRc, ASlowPeerIsProbedEveryKeepaliveWithoutTakingItsBuffers) {
   cfg.keepalive = 5ms;
   Pair p(c, c, cfg);
   int ok = 0;
-  ASSERT_EQ(p.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }),
+            Status::kOk);
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { ok += s == Status::kOk; });
   ASSERT_EQ(p.a.request(p.ab, kSink, {}), Status::kOk);
   const auto end = std::chrono::steady_clock::now() + 500ms;  // b is silent: 100 keepalive periods
@@ -456,17 +488,24 @@ TEST(UamRc, StoreAndGetMoveBlocksUpToTheLargestMessage) {
   std::vector<std::byte> window;
   bool intact = false, got = false;
   int completions = 0;
-  ASSERT_EQ(p.b.on_request(kStored, [&](Token&, const Message& m) {
-    intact = m.bulk_offset == 64 && m.bulk_length == len && m.args.size() == 2 && m.args[1] == len &&
-             std::memcmp(window.data() + 64, src->data(), len) == 0;
-    return Disposition::kDone;
-  }), Status::kOk);
-  ASSERT_EQ(p.a.on_reply(kGot, [&](const Message& m) {
-    got = m.status == Status::kOk && m.payload.size() == len && m.args.size() == 1 && m.args[0] == 9;
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kStored,
+                           [&](Token&, const Message& m) {
+                             intact = m.bulk_offset == 64 && m.bulk_length == len &&
+                                      m.args.size() == 2 && m.args[1] == len &&
+                                      std::memcmp(window.data() + 64, src->data(), len) == 0;
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
+  ASSERT_EQ(p.a.on_reply(kGot,
+                         [&](const Message& m) {
+                           got = m.status == Status::kOk && m.payload.size() == len &&
+                                 m.args.size() == 1 && m.args[0] == 9;
+                           return Disposition::kDone;
+                         }),
+            Status::kOk);
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { completions += s == Status::kOk; });
-  const auto largest = static_cast<std::size_t>(std::min<std::uint64_t>(16u << 20, p.a.net().max_rdma()));
+  const auto largest =
+      static_cast<std::size_t>(std::min<std::uint64_t>(16u << 20, p.a.net().max_rdma()));
   for (std::size_t n : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20, largest}) {
     SCOPED_TRACE(n);
     len = n;
@@ -477,7 +516,8 @@ TEST(UamRc, StoreAndGetMoveBlocksUpToTheLargestMessage) {
     intact = got = false;
     completions = 0;
     core::RemoteToken token;
-    ASSERT_EQ(p.b.net().grant(window.data(), window.size(), core::kRemoteRead | core::kRemoteWrite, token),
+    ASSERT_EQ(p.b.net().grant(window.data(), window.size(), core::kRemoteRead | core::kRemoteWrite,
+                              token),
               Status::kOk);
     const std::uint64_t args[2] = {1, n};
     ASSERT_EQ(p.a.store(p.ab, data.data(), n, token, 64, kStored, args, 1), Status::kOk);
@@ -496,12 +536,14 @@ TEST(UamRc, StoreAndGetMoveBlocksUpToTheLargestMessage) {
 
   std::vector<std::byte> small(64);
   core::RemoteToken huge;
-  ASSERT_EQ(p.b.net().grant(window.data(), 4096, core::kRemoteRead | core::kRemoteWrite, huge), Status::kOk);
+  ASSERT_EQ(p.b.net().grant(window.data(), 4096, core::kRemoteRead | core::kRemoteWrite, huge),
+            Status::kOk);
   huge.length = p.a.net().max_rdma() + 4096;  // refused locally: the length is never used
   const std::uint64_t args[2] = {1, 0};
   EXPECT_EQ(p.a.store(p.ab, small.data(), p.a.net().max_rdma() + 1, huge, 0, kStored, args, 3),
             Status::kInvalidArgument);
-  EXPECT_EQ(p.a.get(p.ab, huge, 0, small.data(), p.a.net().max_rdma() + 1, kGot, {}, 4), Status::kInvalidArgument);
+  EXPECT_EQ(p.a.get(p.ab, huge, 0, small.data(), p.a.net().max_rdma() + 1, kGot, {}, 4),
+            Status::kInvalidArgument);
   EXPECT_EQ(p.a.stats().stores_sent, 4u);
   EXPECT_EQ(p.a.stats().gets_issued, 4u);
   EXPECT_EQ(p.a.net().stats().send_errors, 0u);
@@ -519,14 +561,19 @@ TEST(UamRc, GetsLeaveTheOpenPacketItsSendSlot) {
   core::RemoteToken token;
   ASSERT_EQ(p.b.net().grant(window.data(), window.size(), core::kRemoteRead, token), Status::kOk);
   int handled = 0, got = 0, completions = 0;
-  ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message& m) {
-    handled += m.payload.size() == 300;
-    return Disposition::kDone;
-  }), Status::kOk);
-  ASSERT_EQ(p.a.on_reply(kGot, [&](const Message& m) {
-    got += m.status == Status::kOk && m.payload.size() == 8 && m.payload[0] == std::byte{7};
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kSink,
+                           [&](Token&, const Message& m) {
+                             handled += m.payload.size() == 300;
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
+  ASSERT_EQ(p.a.on_reply(kGot,
+                         [&](const Message& m) {
+                           got += m.status == Status::kOk && m.payload.size() == 8 &&
+                                  m.payload[0] == std::byte{7};
+                           return Disposition::kDone;
+                         }),
+            Status::kOk);
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { completions += s == Status::kOk; });
   const auto body = pattern(300, 3);
   ASSERT_EQ(p.a.request(p.ab, kSink, {}, body), Status::kOk);  // opens the channel's packet
@@ -547,8 +594,10 @@ TEST_P(UamTransport, PeerFailureCompletesOutstandingRequests) {
   auto c = net_config(GetParam());
   Pair healthy(c, c);
   int healthy_ok = 0;
-  healthy.a.on_completion([&](ChannelId, std::uint64_t, Status s) { healthy_ok += s == Status::kOk; });
-  ASSERT_EQ(healthy.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }), Status::kOk);
+  healthy.a.on_completion(
+      [&](ChannelId, std::uint64_t, Status s) { healthy_ok += s == Status::kOk; });
+  ASSERT_EQ(healthy.b.on_request(kSink, [](Token&, const Message&) { return Disposition::kDone; }),
+            Status::kOk);
   DoomedPeer d(c, 5);
   Endpoint& survivor = d.survivor;
   const ChannelId ch = d.ch;
@@ -598,7 +647,11 @@ TEST_P(UamTransport, WaitWakesForAHandlerAndTimesOut) {
   UNET_REQUIRE_DEVICE();
   Pair p(net_config(GetParam()), net_config(GetParam()));
   int handled = 0;
-  ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message&) { ++handled; return Disposition::kDone; }),
+  ASSERT_EQ(p.b.on_request(kSink,
+                           [&](Token&, const Message&) {
+                             ++handled;
+                             return Disposition::kDone;
+                           }),
             Status::kOk);
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(p.b.wait(50ms), Status::kTimeout);
@@ -609,8 +662,11 @@ TEST_P(UamTransport, WaitWakesForAHandlerAndTimesOut) {
   EXPECT_EQ(handled, 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, UamTransport, ::testing::Values(core::Transport::kRc, core::Transport::kUd),
-                         [](const auto& param) { return param.param == core::Transport::kRc ? "Rc" : "Ud"; });
+INSTANTIATE_TEST_SUITE_P(Transports, UamTransport,
+                         ::testing::Values(core::Transport::kRc, core::Transport::kUd),
+                         [](const auto& param) {
+                           return param.param == core::Transport::kRc ? "Rc" : "Ud";
+                         });
 
 }  // namespace
 }  // namespace unet::uam

@@ -50,14 +50,18 @@ TEST_P(UamMisuse, WaitTakesAnyTimeout) {
   cfg.keepalive = milliseconds::max();  // never probe: a timer that must not overflow either
   Pair p(net_config(GetParam()), net_config(GetParam()), cfg);
   std::vector<std::uint64_t> got;
-  ASSERT_EQ(p.b.on_request(kEcho, [&](Token& t, const Message& m) {
-    EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload), Status::kOk);
-    return Disposition::kDone;
-  }), Status::kOk);
-  ASSERT_EQ(p.a.on_reply(kEchoReply, [&](const Message& m) {
-    got.assign(m.args.begin(), m.args.end());
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kEcho,
+                           [&](Token& t, const Message& m) {
+                             EXPECT_EQ(p.b.reply(t, kEchoReply, m.args, m.payload), Status::kOk);
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
+  ASSERT_EQ(p.a.on_reply(kEchoReply,
+                         [&](const Message& m) {
+                           got.assign(m.args.begin(), m.args.end());
+                           return Disposition::kDone;
+                         }),
+            Status::kOk);
   for (const milliseconds t : {milliseconds::min(), -1ms, 0ms}) {
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(p.b.wait(t), Status::kTimeout);
@@ -76,10 +80,12 @@ TEST_P(UamMisuse, WaitTakesAnyTimeout) {
 TEST_P(UamMisuse, EmptyPacketsAreCountedAsMalformed) {
   RawChannel rc(net_config(GetParam()));
   std::vector<std::uint64_t> words;
-  ASSERT_EQ(rc.ep.on_request(kSink, [&](Token&, const Message& m) {
-    words.push_back(m.args[0]);
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(rc.ep.on_request(kSink,
+                             [&](Token&, const Message& m) {
+                               words.push_back(m.args[0]);
+                               return Disposition::kDone;
+                             }),
+            Status::kOk);
   ASSERT_EQ(rc.raw.send({}), Status::kOk);
   ASSERT_EQ(rc.raw.send({}, 99), Status::kOk);
   std::uint64_t empties = 2;
@@ -108,7 +114,11 @@ TEST(UamMisuseUd, PacketsForAFailedChannelAreCounted) {
   RawChannel rc(net_config(core::Transport::kUd), cfg);
   int handled = 0;
   Status completion = Status::kOk;
-  ASSERT_EQ(rc.ep.on_request(kSink, [&](Token&, const Message&) { ++handled; return Disposition::kDone; }),
+  ASSERT_EQ(rc.ep.on_request(kSink,
+                             [&](Token&, const Message&) {
+                               ++handled;
+                               return Disposition::kDone;
+                             }),
             Status::kOk);
   rc.ep.on_completion([&](ChannelId, std::uint64_t, Status s) { completion = s; });
   ASSERT_EQ(rc.ep.request(rc.ch, kSink, {}), Status::kOk);  // the raw peer never acknowledges it
@@ -129,38 +139,49 @@ TEST_P(UamMisuse, ReplyOnceHoldsForCopiesAndAfterTheHandler) {
   Pair p(net_config(GetParam()), net_config(GetParam()));
   std::vector<Token> kept;
   int refused_inside = 0;
-  ASSERT_EQ(p.b.on_request(kEcho, [&](Token& t, const Message& m) {
-    Token copy = t;
-    kept.push_back(t);
-    // A token kept from an earlier request cannot answer this one's handler run either.
-    if (kept.size() > 1) refused_inside += p.b.reply(kept.front(), kEchoReply, m.args) == Status::kInvalidState;
-    EXPECT_EQ(p.b.reply(copy, kEchoReply, m.args, m.payload), Status::kOk);
-    EXPECT_TRUE(copy.replied());
-    EXPECT_EQ(p.b.reply(t, kEchoReply, m.args), Status::kInvalidState);
-    EXPECT_EQ(p.b.reply(copy, kEchoReply, m.args), Status::kInvalidState);
-    return Disposition::kDone;
-  }), Status::kOk);
-  ASSERT_EQ(p.b.on_request(kSink, [&](Token& t, const Message&) {
-    kept.push_back(t);  // no reply: acknowledged implicitly
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kEcho,
+                           [&](Token& t, const Message& m) {
+                             Token copy = t;
+                             kept.push_back(t);
+                             // A token kept from an earlier request cannot answer this one's
+                             // handler run either.
+                             if (kept.size() > 1)
+                               refused_inside += p.b.reply(kept.front(), kEchoReply, m.args) ==
+                                                 Status::kInvalidState;
+                             EXPECT_EQ(p.b.reply(copy, kEchoReply, m.args, m.payload), Status::kOk);
+                             EXPECT_TRUE(copy.replied());
+                             EXPECT_EQ(p.b.reply(t, kEchoReply, m.args), Status::kInvalidState);
+                             EXPECT_EQ(p.b.reply(copy, kEchoReply, m.args), Status::kInvalidState);
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
+  ASSERT_EQ(p.b.on_request(kSink,
+                           [&](Token& t, const Message&) {
+                             kept.push_back(t);  // no reply: acknowledged implicitly
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
   std::vector<std::uint64_t> replies;
-  ASSERT_EQ(p.a.on_reply(kEchoReply, [&](const Message& m) {
-    replies.push_back(m.args[0]);
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.a.on_reply(kEchoReply,
+                         [&](const Message& m) {
+                           replies.push_back(m.args[0]);
+                           return Disposition::kDone;
+                         }),
+            Status::kOk);
   int done = 0;
   p.a.on_completion([&](ChannelId, std::uint64_t, Status s) { done += s == Status::kOk; });
   constexpr int kRequests = 6;
   for (std::uint64_t i = 0; i < kRequests; ++i) {
-    ASSERT_EQ(p.a.request(p.ab, i % 2 ? kSink : kEcho, std::span(&i, 1), pattern(10, i)), Status::kOk);
+    ASSERT_EQ(p.a.request(p.ab, i % 2 ? kSink : kEcho, std::span(&i, 1), pattern(10, i)),
+              Status::kOk);
     ASSERT_TRUE(p.pump([&] { return done == static_cast<int>(i) + 1; }));
   }
   EXPECT_EQ(refused_inside, kRequests / 2 - 1);
   // After their handlers: every kept token refuses, and nothing goes out.
   const std::uint64_t sent = p.b.net().stats().sent;
   const std::uint64_t w = 9;
-  for (Token& t : kept) EXPECT_EQ(p.b.reply(t, kEchoReply, std::span(&w, 1)), Status::kInvalidState);
+  for (Token& t : kept)
+    EXPECT_EQ(p.b.reply(t, kEchoReply, std::span(&w, 1)), Status::kInvalidState);
   EXPECT_EQ(p.b.flush(), 0);
   EXPECT_EQ(p.b.net().stats().sent, sent) << "a refused reply reached the wire";
   (void)p.pump([] { return false; }, 200ms);  // a reply on its way would arrive in here
@@ -184,17 +205,22 @@ TEST_P(UamMisuse, BuffersMustHoldAHeader) {
   const auto one = pattern(1, 1);
   EXPECT_EQ(p.a.request(p.ab, kSink, four, one), Status::kInvalidArgument);
   int handled = 0;
-  ASSERT_EQ(p.b.on_request(kSink, [&](Token&, const Message& m) {
-    handled += m.args.size() == 4 && m.args[3] == 4;
-    return Disposition::kDone;
-  }), Status::kOk);
+  ASSERT_EQ(p.b.on_request(kSink,
+                           [&](Token&, const Message& m) {
+                             handled += m.args.size() == 4 && m.args[3] == 4;
+                             return Disposition::kDone;
+                           }),
+            Status::kOk);
   ASSERT_EQ(p.a.request(p.ab, kSink, four), Status::kOk);
   ASSERT_TRUE(p.pump([&] { return handled == 1; }));
   EXPECT_EQ(p.a.stats().requests_sent, 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, UamMisuse, ::testing::Values(core::Transport::kRc, core::Transport::kUd),
-                         [](const auto& param) { return param.param == core::Transport::kRc ? "Rc" : "Ud"; });
+INSTANTIATE_TEST_SUITE_P(Transports, UamMisuse,
+                         ::testing::Values(core::Transport::kRc, core::Transport::kUd),
+                         [](const auto& param) {
+                           return param.param == core::Transport::kRc ? "Rc" : "Ud";
+                         });
 
 }  // namespace
 }  // namespace unet::uam

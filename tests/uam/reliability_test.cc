@@ -131,14 +131,16 @@ TEST(ReliableSender, TimerResendsEverythingUnackedWithBackoff) {
   ASSERT_EQ(tx.on_timer(milliseconds(3), re.fn(), kNever), Status::kOk);
   EXPECT_EQ(tx.rto(), milliseconds(4));
   ASSERT_EQ(tx.on_ack(1, milliseconds(4), kIgnore, kNever), Status::kOk);
-  EXPECT_EQ(tx.rto(), milliseconds(4)) << "Karn: a resent message gives no sample, the backoff stays";
+  EXPECT_EQ(tx.rto(), milliseconds(4))
+      << "Karn: a resent message gives no sample, the backoff stays";
   EXPECT_EQ(tx.deadline(), milliseconds(8));
   EXPECT_EQ(tx.stats().rtt_samples, 0u);
   ASSERT_EQ(tx.push(3, milliseconds(5), s), Status::kOk);
   ASSERT_EQ(tx.on_ack(3, microseconds(5300), kIgnore, kNever), Status::kOk);
   EXPECT_EQ(tx.stats().rtt_samples, 1u) << "the newest retired (3) was sent once";
   EXPECT_EQ(tx.srtt(), microseconds(300));
-  EXPECT_EQ(tx.rto(), milliseconds(1)) << "the sample ends the backoff: 300 + 4 * 150 us, up to rto_min";
+  EXPECT_EQ(tx.rto(), milliseconds(1))
+      << "the sample ends the backoff: 300 + 4 * 150 us, up to rto_min";
   EXPECT_EQ(tx.stats().timeouts, 2u);
   EXPECT_EQ(tx.stats().retransmitted, 4u);
 }
@@ -223,7 +225,8 @@ TEST(ReliableSender, KarnNeverSamplesAResentMessage) {
   ASSERT_EQ(tx.on_ack(2, microseconds(1310), kIgnore, kNever), Status::kOk);
   ASSERT_EQ(tx.on_ack(3, microseconds(1320), kIgnore, kNever), Status::kOk);
   EXPECT_EQ(tx.stats().rtt_samples, 1u);
-  EXPECT_EQ(tx.srtt(), microseconds(100)) << "a 10 us 'round trip' of a resent message would lower it";
+  EXPECT_EQ(tx.srtt(), microseconds(100))
+      << "a 10 us 'round trip' of a resent message would lower it";
   EXPECT_EQ(tx.rto(), microseconds(600));
   // Fast retransmit also makes a message ambiguous.
   for (std::uint64_t i = 0; i < 4; ++i) ASSERT_EQ(tx.push(i, milliseconds(2), s), Status::kOk);
@@ -272,7 +275,8 @@ TEST(ReliableSender, AFiveMillisecondStallIsNoResendOnceSettled) {
     Seq s = 0;
     ASSERT_EQ(tx.push(0, t, s), Status::kOk);
     for (Time w = microseconds(10); w < rtt; w += microseconds(10))
-      ASSERT_EQ(tx.on_timer(t + w, kNever, kNever), Status::kOk) << "resent at +" << w.count() << " ns";
+      ASSERT_EQ(tx.on_timer(t + w, kNever, kNever), Status::kOk)
+          << "resent at +" << w.count() << " ns";
     ASSERT_EQ(tx.on_ack(s + 1, t + rtt, kIgnore, kNever), Status::kOk);
     t += rtt + microseconds(5);
   };
@@ -281,7 +285,8 @@ TEST(ReliableSender, AFiveMillisecondStallIsNoResendOnceSettled) {
   EXPECT_EQ(tx.rto(), ReliabilityConfig{}.rto_min);
   exchange(milliseconds(5) + microseconds(50));  // the stall
   for (int i = 0; i < 1000; ++i) exchange(microseconds(50));
-  exchange(milliseconds(5) + microseconds(50));  // another, long after the estimate forgot the first
+  exchange(milliseconds(5) +
+           microseconds(50));  // another, long after the estimate forgot the first
   EXPECT_EQ(tx.stats().retransmitted, 0u);
   EXPECT_EQ(tx.stats().timeouts, 0u);
   // A real loss is still resent, at rto_min.

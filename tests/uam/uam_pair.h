@@ -24,7 +24,8 @@ inline core::EndpointConfig net_config(core::Transport t, std::uint32_t free_dep
 struct UamPair {
   uam::Endpoint a, b;
   core::ChannelId ab = 0, ba = 0;
-  UamPair(const core::EndpointConfig& ca, const core::EndpointConfig& cb, const uam::Config& cfg = {})
+  UamPair(const core::EndpointConfig& ca, const core::EndpointConfig& cb,
+          const uam::Config& cfg = {})
       : a(ca, cfg), b(cb, cfg) {
     core::ChannelOffer oa = a.offer_channel(), ob = b.offer_channel();
     ab = a.accept_offer(oa, ob.local);
@@ -39,7 +40,9 @@ struct UamPair {
     } while (!done());
     return true;
   }
-  bool step() { return pump([] { return true; }); }
+  bool step() {
+    return pump([] { return true; });
+  }
 };
 
 }  // namespace unet::test

@@ -69,8 +69,8 @@ TEST(NewReno, ThirdDuplicateEntersFastRecoveryOnce) {
   EXPECT_FALSE(cc.in_recovery());
   EXPECT_TRUE(cc.on_dup_ack(10000, 15000));  // retransmit now
   EXPECT_TRUE(cc.in_recovery());
-  EXPECT_EQ(cc.ssthresh(), 5000u);      // flight / 2
-  EXPECT_EQ(cc.cwnd(), 8000u);          // ssthresh + 3 mss
+  EXPECT_EQ(cc.ssthresh(), 5000u);            // flight / 2
+  EXPECT_EQ(cc.cwnd(), 8000u);                // ssthresh + 3 mss
   EXPECT_FALSE(cc.on_dup_ack(10000, 15000));  // later ones inflate
   EXPECT_EQ(cc.cwnd(), 9000u);
   EXPECT_FALSE(cc.on_dup_ack(10000, 15000));
@@ -137,13 +137,13 @@ TEST(NewReno, FullAckWithLittleInFlightLeavesRoomForOneSegment) {
   NewReno cc(kMss, 10);
   for (int i = 0; i < 3; ++i) (void)cc.on_dup_ack(10000, 15000);
   EXPECT_FALSE(cc.on_recovery_ack(10000, 16000, 0));  // past recover
-  EXPECT_EQ(cc.cwnd(), 1000u);  // min(5000, 0 + 1000)
+  EXPECT_EQ(cc.cwnd(), 1000u);                        // min(5000, 0 + 1000)
 }
 
 TEST(NewReno, RecoverIsComparedInSequenceSpace) {
   NewReno cc(kMss, 10);
   for (int i = 0; i < 3; ++i) (void)cc.on_dup_ack(10000, 0xFFFFFF00u);
-  EXPECT_TRUE(cc.on_recovery_ack(1000, 0xFFFFF000u, 9000));  // before recover: partial
+  EXPECT_TRUE(cc.on_recovery_ack(1000, 0xFFFFF000u, 9000));   // before recover: partial
   EXPECT_FALSE(cc.on_recovery_ack(1000, 0x00000100u, 2000));  // wrapped past it: full
   EXPECT_FALSE(cc.in_recovery());
 }

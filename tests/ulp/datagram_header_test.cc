@@ -12,7 +12,8 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
-DatagramHeader sample(std::uint32_t length = 3000, std::uint16_t stride = 1004, std::uint16_t index = 1) {
+DatagramHeader sample(std::uint32_t length = 3000, std::uint16_t stride = 1004,
+                      std::uint16_t index = 1) {
   DatagramHeader h;
   h.src_port = 0x1234;
   h.dst_port = 0xBEEF;

@@ -1,7 +1,5 @@
 // DatagramEndpoint on a real device (label device): datagrams of 0 B to 64 KiB across ports,
 // fragmented and reassembled; unbound ports, full queues and bad input counted or refused.
-#include "unet/ulp/datagram_endpoint.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +7,7 @@
 
 #include "device_env.h"
 #include "endpoint_support.h"
+#include "unet/ulp/datagram_endpoint.h"
 
 namespace unet::ulp {
 namespace {
@@ -17,14 +16,16 @@ using namespace std::chrono_literals;
 
 std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
   std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((seed * 131 + i * 7 + (i >> 8)) & 0xFF);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<std::byte>((seed * 131 + i * 7 + (i >> 8)) & 0xFF);
   return v;
 }
 
 struct Pair {
   DatagramEndpoint a, b;
   ChannelId ab = 0, ba = 0;
-  explicit Pair(const core::EndpointConfig& ca = test::ud_config(), const core::EndpointConfig& cb = test::ud_config())
+  explicit Pair(const core::EndpointConfig& ca = test::ud_config(),
+                const core::EndpointConfig& cb = test::ud_config())
       : a(ca), b(cb) {
     core::ChannelOffer oa = a.offer_peer(), ob = b.offer_peer();
     ab = a.accept_peer(oa, ob.local);
@@ -34,7 +35,8 @@ struct Pair {
   Status send(std::uint16_t from, std::uint16_t to, std::span<const std::byte> data) {
     const auto end = std::chrono::steady_clock::now() + 10s;
     Status s;
-    while ((s = a.send_to(from, ab, to, data)) == Status::kNoResource && std::chrono::steady_clock::now() < end)
+    while ((s = a.send_to(from, ab, to, data)) == Status::kNoResource &&
+           std::chrono::steady_clock::now() < end)
       if (a.poll() < 0 || b.poll() < 0) return Status::kDeviceError;
     return s;
   }
@@ -43,7 +45,8 @@ struct Pair {
     out.resize(kMaxDatagram);
     const auto end = std::chrono::steady_clock::now() + 10s;
     Status s;
-    while ((s = b.recv_from(port, out, info)) == Status::kNoResource && std::chrono::steady_clock::now() < end)
+    while ((s = b.recv_from(port, out, info)) == Status::kNoResource &&
+           std::chrono::steady_clock::now() < end)
       if (a.poll() < 0 || b.poll() < 0) return Status::kDeviceError;
     if (s == Status::kOk) out.resize(info.length);
     return s;
@@ -57,7 +60,8 @@ TEST(Datagram, SizesFromZeroTo64KiBArriveWhole) {
   ASSERT_EQ(p.b.bind(2000), Status::kOk);
   const std::uint32_t st = p.a.stride();
   ASSERT_GE(st, 256u);
-  const std::size_t sizes[] = {0, 1, 24, 25, 100, st - 1, st, st + 1, 3 * st + 5, 20000, kMaxDatagram - 1, kMaxDatagram};
+  const std::size_t sizes[] = {
+      0, 1, 24, 25, 100, st - 1, st, st + 1, 3 * st + 5, 20000, kMaxDatagram - 1, kMaxDatagram};
   std::uint32_t seed = 0;
   for (std::size_t n : sizes) {
     SCOPED_TRACE(n);
@@ -90,15 +94,18 @@ TEST(Datagram, ManyMixedDatagramsAcrossTwoPortsInOrderAndIntact) {
     if (sent < kCount) {
       const auto data = pattern((sent * 2654435761u) % 9000, sent);
       const Status s = p.a.send_to(1, p.ab, static_cast<std::uint16_t>(10 + sent % 2), data);
-      if (s == Status::kOk) ++sent;
-      else ASSERT_EQ(s, Status::kNoResource);
+      if (s == Status::kOk)
+        ++sent;
+      else
+        ASSERT_EQ(s, Status::kNoResource);
     }
     ASSERT_GE(p.a.poll(), 0);
     ASSERT_GE(p.b.poll(), 0);
     for (std::uint16_t port : {10, 11}) {
       DatagramInfo info;
       while (p.b.recv_from(port, buf, info) == Status::kOk) {
-        // On one lossless path the datagrams of a port arrive in order: the k-th is number 2k + port.
+        // On one lossless path the datagrams of a port arrive in order: the k-th is number 2k +
+        // port.
         const std::uint32_t n = got[port - 10] * 2 + (port - 10);
         ++got[port - 10];
         const auto want = pattern((n * 2654435761u) % 9000, n);
@@ -119,9 +126,11 @@ TEST(Datagram, UnboundPortsAndFullQueuesAreCountedDrops) {
   const auto small = pattern(10, 1), big = pattern(5000, 2);
   ASSERT_EQ(p.send(1, 6, small), Status::kOk);  // nobody bound 6
   ASSERT_EQ(p.send(1, 6, big), Status::kOk);
-  for (std::uint32_t i = 0; i < 70; ++i) ASSERT_EQ(p.send(1, 5, small), Status::kOk);  // queue holds 64
+  for (std::uint32_t i = 0; i < 70; ++i)
+    ASSERT_EQ(p.send(1, 5, small), Status::kOk);  // queue holds 64
   const auto end = std::chrono::steady_clock::now() + 5s;
-  while (p.b.stats().delivered + p.b.stats().queue_full_drops < 70 && std::chrono::steady_clock::now() < end) {
+  while (p.b.stats().delivered + p.b.stats().queue_full_drops < 70 &&
+         std::chrono::steady_clock::now() < end) {
     ASSERT_GE(p.a.poll(), 0);
     ASSERT_GE(p.b.poll(), 0);
   }
@@ -143,7 +152,8 @@ TEST(Datagram, BadInputIsRefusedAndChangesNothing) {
   ASSERT_EQ(p.b.bind(2), Status::kOk);
   std::vector<std::byte> huge(kMaxDatagram + 1);
   EXPECT_EQ(p.a.send_to(1, p.ab, 2, huge), Status::kInvalidArgument);
-  EXPECT_EQ(p.a.send_to(3, p.ab, 2, std::span(huge).first(10)), Status::kNotFound);  // unbound source
+  EXPECT_EQ(p.a.send_to(3, p.ab, 2, std::span(huge).first(10)),
+            Status::kNotFound);  // unbound source
   EXPECT_EQ(p.a.send_to(1, p.ab + 5, 2, std::span(huge).first(10)), Status::kNotFound);
   EXPECT_EQ(p.a.stats().sent, 0u);
   // Too small a buffer: refused, the datagram stays for a larger one.
@@ -161,7 +171,8 @@ TEST(Datagram, BadInputIsRefusedAndChangesNothing) {
   EXPECT_EQ(p.b.wait(2, 20ms), Status::kTimeout);
   EXPECT_EQ(p.b.unbind(2), Status::kOk);
   EXPECT_EQ(p.b.unbind(2), Status::kNotFound);
-  EXPECT_THROW(DatagramEndpoint(test::endpoint_config(core::Transport::kRc)), std::invalid_argument);
+  EXPECT_THROW(DatagramEndpoint(test::endpoint_config(core::Transport::kRc)),
+               std::invalid_argument);
 }
 
 // A peer with smaller buffers than our path MTU gets fragments it can take: the stride to it
@@ -181,7 +192,8 @@ TEST(Datagram, FragmentsToAPeerFitItsBuffers) {
   ASSERT_EQ(p.b.bind(2000), Status::kOk);
   std::uint32_t seed = 0;
   std::uint64_t fragments = 0;
-  for (std::size_t n : {std::size_t{st}, std::size_t{st} + 1, std::size_t{20000}, std::size_t{kMaxDatagram}}) {
+  for (std::size_t n :
+       {std::size_t{st}, std::size_t{st} + 1, std::size_t{20000}, std::size_t{kMaxDatagram}}) {
     SCOPED_TRACE(n);
     const auto data = pattern(n, ++seed);
     ASSERT_EQ(p.send(1000, 2000, data), Status::kOk);

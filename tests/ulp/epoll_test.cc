@@ -1,10 +1,9 @@
 // An epoll loop serving a datagram endpoint and a stream endpoint at once (label device): the
 // loop sleeps in epoll_wait on their fds, wakes for arrivals and timers, and receives everything
 // a peer thread sends — 200 datagrams on a port and 1 MiB on a stream, checked.
+#include <gtest/gtest.h>
 #include <sys/epoll.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,7 +28,8 @@ TEST(Epoll, OneLoopServesADatagramPortAndAStream) {
   constexpr std::uint64_t kBytes = 1u << 20;
   DatagramEndpoint da(test::ud_config()), db(test::ud_config());
   StreamEndpoint sa(test::ud_config()), sb(test::ud_config());
-  core::ChannelOffer o1 = da.offer_peer(), o2 = db.offer_peer(), o3 = sa.offer_peer(), o4 = sb.offer_peer();
+  core::ChannelOffer o1 = da.offer_peer(), o2 = db.offer_peer(), o3 = sa.offer_peer(),
+                     o4 = sb.offer_peer();
   const ChannelId d_ab = da.accept_peer(o1, o2.local);
   (void)db.accept_peer(o2, o1.local);
   const ChannelId s_ab = sa.accept_peer(o3, o4.local);

@@ -44,7 +44,8 @@ TEST(UlpMisuse, DatagramWaitTakesAnyTimeout) {
   (void)b.accept_peer(ob, oa.local);
   ASSERT_EQ(a.bind(1), Status::kOk);
   ASSERT_EQ(b.bind(2), Status::kOk);
-  for (const milliseconds t : {milliseconds::min(), -1ms, 0ms}) EXPECT_EQ(b.wait(2, t), Status::kTimeout);
+  for (const milliseconds t : {milliseconds::min(), -1ms, 0ms})
+    EXPECT_EQ(b.wait(2, t), Status::kTimeout);
   const auto d = bytes(3000, 1);  // fragments
   ASSERT_EQ(a.send_to(1, ab, 2, d), Status::kOk);
   ASSERT_EQ(b.wait(2, milliseconds::max()), Status::kOk);
@@ -68,7 +69,8 @@ TEST(UlpMisuse, StreamWaitsAndTimersTakeAnyTimeout) {
     EXPECT_EQ(p.b->accept(80, cb, t), Status::kTimeout);
   ASSERT_EQ(p.a->connect(p.ab, 80, ca), Status::kOk);
   StreamState s;
-  ASSERT_TRUE(p.pump([&] { return p.a->state(ca, s) == Status::kOk && s == StreamState::kEstablished; }));
+  ASSERT_TRUE(
+      p.pump([&] { return p.a->state(ca, s) == Status::kOk && s == StreamState::kEstablished; }));
   ASSERT_EQ(p.b->accept(80, cb, milliseconds::max()), Status::kOk);  // a's ACK is on its way
   EXPECT_GE(p.a->next_timer_ms(), 0);  // the keepalive, a quarter century away, fits an int
   // Within the initial window, so the sender needs no ack to send it all: each side's wait alone
@@ -120,7 +122,8 @@ TEST(UlpMisuse, StreamCountsEveryArrival) {
   UNET_REQUIRE_DEVICE();
   for (const core::Transport t : {core::Transport::kUd, core::Transport::kRc}) {
     SCOPED_TRACE(t == core::Transport::kRc ? "RC" : "UD");
-    RawChannel<StreamEndpoint> rc(t == core::Transport::kRc ? test::rc_config() : unet::test::ud_config());
+    RawChannel<StreamEndpoint> rc(t == core::Transport::kRc ? test::rc_config()
+                                                            : unet::test::ud_config());
     ASSERT_EQ(rc.ep.listen(80), Status::kOk);
     ASSERT_EQ(rc.raw.send({}), Status::kOk);
     std::uint64_t empties = 1;

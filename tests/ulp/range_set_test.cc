@@ -32,7 +32,7 @@ TEST(RangeSet, MergesWhatTouchesOrOverlaps) {
   ASSERT_TRUE(s.add(300, 400));
   EXPECT_TRUE(s.add(200, 250));  // touches the end of the first
   EXPECT_EQ(ranges(s), (std::vector<R>{{100, 250}, {300, 400}}));
-  EXPECT_TRUE(s.add(90, 110));  // overlaps its start
+  EXPECT_TRUE(s.add(90, 110));   // overlaps its start
   EXPECT_TRUE(s.add(240, 300));  // bridges the two
   EXPECT_EQ(ranges(s), (std::vector<R>{{90, 400}}));
   EXPECT_TRUE(s.add(50, 500));  // swallows it
@@ -43,7 +43,7 @@ TEST(RangeSet, RefusesADuplicateAndAFifthRangeUnchanged) {
   Set s;
   for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(s.add(i * 100, i * 100 + 10));
   const std::vector<R> before = ranges(s);
-  EXPECT_FALSE(s.add(0, 10));    // all of it held already
+  EXPECT_FALSE(s.add(0, 10));  // all of it held already
   EXPECT_FALSE(s.add(102, 105));
   EXPECT_FALSE(s.add(500, 510));  // would need a fifth range
   EXPECT_EQ(ranges(s), before);
@@ -82,7 +82,7 @@ TEST(RangeSet, PopFrontFindAndNextAfter) {
 
 TEST(RangeSet, OrdersAcrossTheWrap) {
   Set s;
-  ASSERT_TRUE(s.add(10, 20));                  // after the wrap
+  ASSERT_TRUE(s.add(10, 20));                    // after the wrap
   ASSERT_TRUE(s.add(0xFFFFFF00u, 0xFFFFFFF0u));  // before it
   EXPECT_EQ(ranges(s), (std::vector<R>{{0xFFFFFF00u, 0xFFFFFFF0u}, {10, 20}}));
   EXPECT_TRUE(s.add(0xFFFFFFF0u, 10));  // joins them across zero

@@ -28,12 +28,13 @@ Datagram make(std::uint32_t id, std::uint32_t length, std::uint16_t stride = 100
   d.h.length = length;
   d.h.count = static_cast<std::uint16_t>(fragment_count(length, stride));
   d.bytes.resize(length);
-  for (std::uint32_t i = 0; i < length; ++i) d.bytes[i] = static_cast<std::byte>((id * 31 + i) & 0xFF);
+  for (std::uint32_t i = 0; i < length; ++i)
+    d.bytes[i] = static_cast<std::byte>((id * 31 + i) & 0xFF);
   return d;
 }
 
-Reassembler::Outcome add(Reassembler& r, const Datagram& d, std::uint16_t index, Time now, std::uint32_t& slot,
-                         std::uint32_t peer = 1) {
+Reassembler::Outcome add(Reassembler& r, const Datagram& d, std::uint16_t index, Time now,
+                         std::uint32_t& slot, std::uint32_t peer = 1) {
   DatagramHeader h = d.h;
   h.index = index;
   return r.add(peer, h, std::span(d.bytes).subspan(h.offset(), h.fragment_bytes()), now, slot);
@@ -50,7 +51,8 @@ TEST(Reassembler, AnyOrderGivesTheWholeDatagram) {
     std::uint32_t slot = 99;
     for (std::size_t k = 0; k < order.size(); ++k) {
       const auto o = add(r, d, order[k], Time(0), slot);
-      ASSERT_EQ(o, k + 1 < order.size() ? Reassembler::Outcome::kIncomplete : Reassembler::Outcome::kComplete);
+      ASSERT_EQ(o, k + 1 < order.size() ? Reassembler::Outcome::kIncomplete
+                                        : Reassembler::Outcome::kComplete);
     }
     const auto got = r.data(slot);
     ASSERT_TRUE(std::equal(got.begin(), got.end(), d.bytes.begin(), d.bytes.end()));

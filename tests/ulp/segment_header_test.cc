@@ -79,9 +79,9 @@ TEST_P(SegmentHeaderGood, RoundTrips) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Allowed, SegmentHeaderGood,
-                         ::testing::Values(Good{"FirstSyn", kSyn, 0}, Good{"SynAck", kSyn | kAck, 0},
-                                           Good{"PureAck", kAck, 0}, Good{"Data", kAck, 1400},
-                                           Good{"FinAck", kFin | kAck, 0},
+                         ::testing::Values(Good{"FirstSyn", kSyn, 0},
+                                           Good{"SynAck", kSyn | kAck, 0}, Good{"PureAck", kAck, 0},
+                                           Good{"Data", kAck, 1400}, Good{"FinAck", kFin | kAck, 0},
                                            Good{"FinAckWithData", kFin | kAck, 9},
                                            Good{"Rst", kRst, 0}, Good{"RstAck", kRst | kAck, 0}),
                          [](const auto& param) { return std::string(param.param.name); });
@@ -177,11 +177,16 @@ INSTANTIATE_TEST_SUITE_P(Rules, SegmentHeaderBad, ::testing::ValuesIn(bad_cases(
                          [](const auto& param) { return std::string(param.param.name); });
 
 TEST(SegmentHeader, EveryFaultHasADistinctName) {
-  const SegmentFault all[] = {SegmentFault::kNone,         SegmentFault::kTooShort,
-                              SegmentFault::kBadMagic,     SegmentFault::kBadVersion,
-                              SegmentFault::kReservedBits, SegmentFault::kSynAndFin,
-                              SegmentFault::kPayloadNotAllowed, SegmentFault::kMissingAck,
-                              SegmentFault::kSackNotAllowed, SegmentFault::kBadSackLength,
+  const SegmentFault all[] = {SegmentFault::kNone,
+                              SegmentFault::kTooShort,
+                              SegmentFault::kBadMagic,
+                              SegmentFault::kBadVersion,
+                              SegmentFault::kReservedBits,
+                              SegmentFault::kSynAndFin,
+                              SegmentFault::kPayloadNotAllowed,
+                              SegmentFault::kMissingAck,
+                              SegmentFault::kSackNotAllowed,
+                              SegmentFault::kBadSackLength,
                               SegmentFault::kBadSackBlock};
   std::vector<std::string_view> names;
   for (SegmentFault f : all) {
@@ -201,7 +206,8 @@ TEST(SegmentHeader, EncodeRefusesWhatDecodeWould) {
       const SegmentHeader h = sample(static_cast<std::uint8_t>(flags));
       SegmentHeader out;
       SegmentFault fault = SegmentFault::kNone;
-      const Status decoded = decode(raw_flags(static_cast<std::uint8_t>(flags), payload), out, fault);
+      const Status decoded =
+          decode(raw_flags(static_cast<std::uint8_t>(flags), payload), out, fault);
       EXPECT_EQ(check(h, payload), fault) << "flags " << flags << " payload " << payload;
       Bytes b(kSegmentHeaderBytes + payload, std::byte{0xAA});
       EXPECT_EQ(encode(h, payload, b), decoded) << "flags " << flags << " payload " << payload;
@@ -218,7 +224,8 @@ TEST(SegmentHeader, EncodeRefusesWhatDecodeWould) {
 }
 
 TEST(SegmentHeader, SackBlocksRoundTripAfterTheHeader) {
-  const std::vector<SackBlock> blocks = {{0x01020400, 0x01020800}, {0x01021000, 0x01021400}, {0x01030000, 0x01030001}};
+  const std::vector<SackBlock> blocks = {
+      {0x01020400, 0x01020800}, {0x01021000, 0x01021400}, {0x01030000, 0x01030001}};
   SegmentHeader h = sample(kAck | kSack);
   const std::size_t payload = blocks.size() * kSackBlockBytes;
   Bytes b(kSegmentHeaderBytes + payload);
@@ -231,7 +238,8 @@ TEST(SegmentHeader, SackBlocksRoundTripAfterTheHeader) {
   ASSERT_EQ(decode(b, out), Status::kOk);
   EXPECT_EQ(out, h);
   std::array<SackBlock, kMaxSackBlocks> got;
-  ASSERT_EQ(read_sack(std::span<const std::byte>(b).subspan(kSegmentHeaderBytes), got), blocks.size());
+  ASSERT_EQ(read_sack(std::span<const std::byte>(b).subspan(kSegmentHeaderBytes), got),
+            blocks.size());
   EXPECT_EQ(std::vector<SackBlock>(got.begin(), got.begin() + 3), blocks);
 }
 
@@ -242,7 +250,8 @@ TEST(SegmentHeader, EncodeSackRefusesBadBlocksWritingNothing) {
   const std::vector<SackBlock> five(5, SackBlock{2000, 3000});
   EXPECT_EQ(encode_sack({}, ack, out), Status::kInvalidArgument);
   EXPECT_EQ(encode_sack(five, ack, out), Status::kInvalidArgument);
-  const SackBlock empty[] = {{2000, 2000}}, at_ack[] = {{1000, 2000}}, good[] = {{2000, 3000}, {4000, 5000}};
+  const SackBlock empty[] = {{2000, 2000}}, at_ack[] = {{1000, 2000}},
+                  good[] = {{2000, 3000}, {4000, 5000}};
   EXPECT_EQ(encode_sack(empty, ack, out), Status::kInvalidArgument);
   EXPECT_EQ(encode_sack(at_ack, ack, out), Status::kInvalidArgument);
   EXPECT_EQ(encode_sack(good, ack, std::span(out).first(15)), Status::kInvalidArgument);  // short

@@ -4,12 +4,11 @@
 // a connect completing or refused with interest in kWritable — and stops reporting them once
 // served. Bytes received are checked. Bad ids create no fd; unbind, close, abort and the
 // destructors close them.
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,12 +18,12 @@
 #include <thread>
 #include <vector>
 
+#include "app_epoll.h"
 #include "device_env.h"
 #include "endpoint_support.h"
 #include "unet/ulp/datagram_endpoint.h"
 #include "unet/ulp/socket_fd.h"
 #include "unet/ulp/stream_endpoint.h"
-#include "app_epoll.h"
 
 namespace unet::ulp {
 namespace {

@@ -3,18 +3,18 @@
 // level-triggered, seen through an application's own epoll; bad notify fds are refused with
 // nothing left open; the destructor closes both fds.
 #include "unet/ulp/socket_fd.h"
-#include "app_epoll.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <memory>
 #include <vector>
+
+#include "app_epoll.h"
 
 namespace unet::ulp {
 namespace {

@@ -42,10 +42,11 @@ TEST(StreamRc, SegmentsPastThePathMtuCarryBytesBothWaysAndClose) {
   EXPECT_EQ(sa->held_out_of_order + sb->held_out_of_order, 0u);
   EXPECT_EQ(sa->out_of_order_drops + sb->out_of_order_drops, 0u);
   EXPECT_EQ(sa->window_drops + sb->window_drops, 0u);
-  std::printf("[ info ] segments a->b %llu, resent %llu (timeouts %llu)\n",
-              static_cast<unsigned long long>(sa->segments_sent),
-              static_cast<unsigned long long>(sa->retransmitted_segments + sb->retransmitted_segments),
-              static_cast<unsigned long long>(sa->timeouts + sb->timeouts));
+  std::printf(
+      "[ info ] segments a->b %llu, resent %llu (timeouts %llu)\n",
+      static_cast<unsigned long long>(sa->segments_sent),
+      static_cast<unsigned long long>(sa->retransmitted_segments + sb->retransmitted_segments),
+      static_cast<unsigned long long>(sa->timeouts + sb->timeouts));
   EXPECT_LT(sa->segments_sent, kAtoB / 4096) << "segments larger than the path MTU";
   // Orderly close: a's FIN, then b's.
   ASSERT_EQ(p.a->shutdown(ca), Status::kOk);

@@ -16,12 +16,12 @@ namespace {
 using S = StreamState;
 using E = StreamEvent;
 
-constexpr S kAllStates[] = {S::kClosed,   S::kListen,   S::kSynSent,  S::kSynReceived,
-                            S::kEstablished, S::kFinWait1, S::kFinWait2, S::kClosing,
-                            S::kTimeWait, S::kCloseWait, S::kLastAck};
-constexpr E kAllEvents[] = {E::kConnect, E::kListen,     E::kRecvSyn, E::kRecvSynAck,
+constexpr S kAllStates[] = {S::kClosed,      S::kListen,    S::kSynSent,  S::kSynReceived,
+                            S::kEstablished, S::kFinWait1,  S::kFinWait2, S::kClosing,
+                            S::kTimeWait,    S::kCloseWait, S::kLastAck};
+constexpr E kAllEvents[] = {E::kConnect,      E::kListen,  E::kRecvSyn,      E::kRecvSynAck,
                             E::kRecvAckOfSyn, E::kRecvFin, E::kRecvAckOfFin, E::kClose,
-                            E::kRecvRst, E::kAbort,      E::kTimeout};
+                            E::kRecvRst,      E::kAbort,   E::kTimeout};
 
 struct Row {
   const char* name;
@@ -63,8 +63,8 @@ const std::vector<Row>& allowed() {
       {"SynReceivedTimeout", S::kSynReceived, E::kTimeout, S::kClosed, kFailed, Status::kTimeout},
       // Established.
       {"EstablishedClose", S::kEstablished, E::kClose, S::kFinWait1, kActSendFin, Status::kOk},
-      {"EstablishedFin", S::kEstablished, E::kRecvFin, S::kCloseWait,
-       kActSendAck | kActPeerClosed, Status::kOk},
+      {"EstablishedFin", S::kEstablished, E::kRecvFin, S::kCloseWait, kActSendAck | kActPeerClosed,
+       Status::kOk},
       {"EstablishedRst", S::kEstablished, E::kRecvRst, S::kClosed, kFailed, Status::kClosed},
       {"EstablishedAbort", S::kEstablished, E::kAbort, S::kClosed, kRstFailed, Status::kClosed},
       {"EstablishedTimeout", S::kEstablished, E::kTimeout, S::kClosed, kFailed, Status::kTimeout},
@@ -122,7 +122,8 @@ TEST(StreamState, EveryOtherPairIsRefusedWithOutputUntouched) {
     for (E e : kAllEvents) {
       if (in_table.count({s, e})) continue;
       Transition out{S::kFinWait2, 0xA5, Status::kNotFound};
-      EXPECT_EQ(transition(s, e, out), Status::kInvalidState) << to_string(s) << " + " << to_string(e);
+      EXPECT_EQ(transition(s, e, out), Status::kInvalidState)
+          << to_string(s) << " + " << to_string(e);
       EXPECT_EQ(out.next, S::kFinWait2);
       EXPECT_EQ(out.actions, 0xA5);
       EXPECT_EQ(out.error, Status::kNotFound);
@@ -142,7 +143,7 @@ TEST(StreamState, OutOfRangeValuesAreRefused) {
 }
 
 TEST(StreamState, RstAndAbortRules) {
-  const S synchronized[] = {S::kEstablished, S::kFinWait1, S::kFinWait2, S::kClosing,
+  const S synchronized[] = {S::kEstablished, S::kFinWait1,  S::kFinWait2, S::kClosing,
                             S::kTimeWait,    S::kCloseWait, S::kLastAck};
   for (S s : synchronized) {
     Transition out;
@@ -177,15 +178,16 @@ S run(S s, std::initializer_list<E> events, std::uint8_t* actions = nullptr) {
 
 TEST(StreamState, WholeConnections) {
   // Client: connect, established, close first, linger, done.
-  EXPECT_EQ(run(S::kClosed, {E::kConnect, E::kRecvSynAck, E::kClose, E::kRecvAckOfFin,
-                             E::kRecvFin, E::kTimeout}),
+  EXPECT_EQ(run(S::kClosed, {E::kConnect, E::kRecvSynAck, E::kClose, E::kRecvAckOfFin, E::kRecvFin,
+                             E::kTimeout}),
             S::kClosed);
   // Server: listen, accept, peer closes, we close.
   std::uint8_t actions = 0;
-  EXPECT_EQ(run(S::kClosed, {E::kListen, E::kRecvSyn, E::kRecvAckOfSyn, E::kRecvFin, E::kClose,
-                             E::kRecvAckOfFin},
-                &actions),
-            S::kClosed);
+  EXPECT_EQ(
+      run(S::kClosed,
+          {E::kListen, E::kRecvSyn, E::kRecvAckOfSyn, E::kRecvFin, E::kClose, E::kRecvAckOfFin},
+          &actions),
+      S::kClosed);
   EXPECT_EQ(actions, kActSendSynAck | kActConnected | kActSendAck | kActPeerClosed | kActSendFin);
   // Both sides open and close at once.
   EXPECT_EQ(run(S::kClosed, {E::kConnect, E::kRecvSyn, E::kRecvSynAck, E::kClose, E::kRecvFin,

@@ -39,15 +39,20 @@ inline core::EndpointConfig rc_config() {
   return c;
 }
 
-inline std::byte byte_at(std::uint64_t i, std::uint32_t seed) { return static_cast<std::byte>((i * 7 + (i >> 9) + seed) & 0xFF); }
+inline std::byte byte_at(std::uint64_t i, std::uint32_t seed) {
+  return static_cast<std::byte>((i * 7 + (i >> 9) + seed) & 0xFF);
+}
 
 struct Pair {
   std::unique_ptr<StreamEndpoint> a, b;
   ChannelId ab = 0, ba = 0;
-  explicit Pair(const StreamConfig& cfg = stream_config(), const core::EndpointConfig& net = ud_config())
+  explicit Pair(const StreamConfig& cfg = stream_config(),
+                const core::EndpointConfig& net = ud_config())
       : Pair(cfg, net, net) {}
-  Pair(const StreamConfig& cfg, const core::EndpointConfig& net_a, const core::EndpointConfig& net_b)
-      : a(std::make_unique<StreamEndpoint>(net_a, cfg)), b(std::make_unique<StreamEndpoint>(net_b, cfg)) {
+  Pair(const StreamConfig& cfg, const core::EndpointConfig& net_a,
+       const core::EndpointConfig& net_b)
+      : a(std::make_unique<StreamEndpoint>(net_a, cfg)),
+        b(std::make_unique<StreamEndpoint>(net_b, cfg)) {
     core::ChannelOffer oa = a->offer_peer(), ob = b->offer_peer();
     ab = a->accept_peer(oa, ob.local);
     ba = b->accept_peer(ob, oa.local);
@@ -67,7 +72,8 @@ struct Pair {
     EXPECT_EQ(a->connect(ab, port, ca), Status::kOk);
     EXPECT_TRUE(pump([&] { return b->accept(port, cb) == Status::kOk; }));
     StreamState s;
-    EXPECT_TRUE(pump([&] { return a->state(ca, s) == Status::kOk && s == StreamState::kEstablished; }));
+    EXPECT_TRUE(
+        pump([&] { return a->state(ca, s) == Status::kOk && s == StreamState::kEstablished; }));
     return {ca, cb};
   }
 };

@@ -106,13 +106,15 @@ TEST(Stream, HandshakeBytesBothWaysAndOrderlyClose) {
   ASSERT_TRUE(p.pump([&] { return p.b->recv(cb, buf, n) == Status::kClosed; }));
   EXPECT_EQ(n, 0u);
   std::size_t took = 0;
-  ASSERT_EQ(p.b->send(cb, std::span(buf).first(10), took), Status::kOk);  // half-close: b still sends
+  ASSERT_EQ(p.b->send(cb, std::span(buf).first(10), took),
+            Status::kOk);  // half-close: b still sends
   EXPECT_EQ(took, 10u);
   ASSERT_TRUE(p.pump([&] { return p.a->recv(ca, buf, n) == Status::kOk && n == 10; }));
   ASSERT_EQ(p.b->close(cb), Status::kOk);
   ASSERT_TRUE(p.pump([&] { return p.a->recv(ca, buf, n) == Status::kClosed; }));
   StreamState s;
-  ASSERT_TRUE(p.pump([&] { return p.a->state(ca, s) == Status::kOk && s == StreamState::kClosed; }));
+  ASSERT_TRUE(
+      p.pump([&] { return p.a->state(ca, s) == Status::kOk && s == StreamState::kClosed; }));
   EXPECT_EQ(p.a->close(ca), Status::kOk);
   EXPECT_FALSE(p.a->stats(ca).has_value());  // given back
 }
@@ -125,8 +127,8 @@ TEST(Stream, SimultaneousCloseReachesClosedOnBothSides) {
   ASSERT_EQ(p.b->shutdown(cb), Status::kOk);
   StreamState sa, sb;
   ASSERT_TRUE(p.pump([&] {
-    return p.a->state(ca, sa) == Status::kOk && p.b->state(cb, sb) == Status::kOk && sa == StreamState::kClosed &&
-           sb == StreamState::kClosed;
+    return p.a->state(ca, sa) == Status::kOk && p.b->state(cb, sb) == Status::kOk &&
+           sa == StreamState::kClosed && sb == StreamState::kClosed;
   }));
   std::vector<std::byte> buf(10);
   std::size_t n;
@@ -232,7 +234,8 @@ TEST(Stream, BadInputIsRefused) {
   no_acks.ack_every = 0;
   EXPECT_THROW(StreamEndpoint(test::ud_config(), no_acks), std::invalid_argument);
   StreamConfig late_acks = stream_config();
-  late_acks.ack_delay = std::chrono::duration_cast<std::chrono::microseconds>(late_acks.rtt.min_rto);
+  late_acks.ack_delay =
+      std::chrono::duration_cast<std::chrono::microseconds>(late_acks.rtt.min_rto);
   EXPECT_THROW(StreamEndpoint(test::ud_config(), late_acks), std::invalid_argument);
 }
 
@@ -242,8 +245,8 @@ TEST(Stream, BadInputIsRefused) {
 TEST(Stream, DelayedAcksRideOnAnswersAndComeWithinTheDelay) {
   UNET_REQUIRE_DEVICE();
   StreamConfig cfg = stream_config();
-  cfg.ack_delay = 50ms;          // far above a poll loop's turn, even under emulation
-  cfg.dead_peer_timeout = 10s;   // no keepalive (every 2.5 s when idle) within the test
+  cfg.ack_delay = 50ms;         // far above a poll loop's turn, even under emulation
+  cfg.dead_peer_timeout = 10s;  // no keepalive (every 2.5 s when idle) within the test
   cfg.rtt.min_rto = cfg.rtt.initial_rto = 500ms;  // above ack_delay, as the endpoint requires
   Pair p(cfg);
   auto [ca, cb] = p.connect();
@@ -277,7 +280,8 @@ TEST(Stream, DelayedAcksRideOnAnswersAndComeWithinTheDelay) {
   EXPECT_LT(std::chrono::steady_clock::now() - t1, 40ms) << "two segments waited for the delay";
   (void)p.pump([] { return false; }, 10ms);
   EXPECT_EQ(sent(*p.b, cb), b2 + 1);
-  EXPECT_EQ(sent(*p.a, ca), a0 + 4) << "a sent 4 data segments and no ack (it received only the answer)";
+  EXPECT_EQ(sent(*p.a, ca), a0 + 4)
+      << "a sent 4 data segments and no ack (it received only the answer)";
 }
 
 }  // namespace

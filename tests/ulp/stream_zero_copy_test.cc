@@ -44,19 +44,24 @@ TEST(StreamZeroCopy, SendsApplicationMemoryByteExactAndCompletesEachSendOnceInOr
   for (std::size_t i = 0; i < kTotal; ++i) src[i] = byte_at(i, 3);
   const std::vector<std::byte> expected = src;
   std::size_t queued = 0, completed = 0, wrong = 0;
-  ASSERT_TRUE(p.pump([&] {
-    while (queued < kTotal / kChunk &&
-           p.a->send_zero_copy(ca, std::span(src).subspan(queued * kChunk, kChunk), 1000 + queued) == Status::kOk)
-      ++queued;
-    ZeroCopyCompletion z;
-    while (p.a->zero_copy_completion(z) == Status::kOk) {
-      wrong += z.conn != ca || z.status != Status::kOk || z.tag != 1000 + completed;
-      std::fill_n(src.begin() + static_cast<std::ptrdiff_t>((z.tag - 1000) * kChunk), kChunk, std::byte{0xEE});
-      ++completed;
-    }
-    if (!drain(*p.b, cb, got)) ADD_FAILURE() << "recv failed";
-    return completed == kTotal / kChunk && got.size() >= kTotal;
-  }, 60s)) << "completed " << completed << ", received " << got.size();
+  ASSERT_TRUE(p.pump(
+      [&] {
+        while (queued < kTotal / kChunk &&
+               p.a->send_zero_copy(ca, std::span(src).subspan(queued * kChunk, kChunk),
+                                   1000 + queued) == Status::kOk)
+          ++queued;
+        ZeroCopyCompletion z;
+        while (p.a->zero_copy_completion(z) == Status::kOk) {
+          wrong += z.conn != ca || z.status != Status::kOk || z.tag != 1000 + completed;
+          std::fill_n(src.begin() + static_cast<std::ptrdiff_t>((z.tag - 1000) * kChunk), kChunk,
+                      std::byte{0xEE});
+          ++completed;
+        }
+        if (!drain(*p.b, cb, got)) ADD_FAILURE() << "recv failed";
+        return completed == kTotal / kChunk && got.size() >= kTotal;
+      },
+      60s))
+      << "completed " << completed << ", received " << got.size();
   EXPECT_EQ(wrong, 0u);
   ASSERT_EQ(got.size(), kTotal);
   EXPECT_TRUE(got == expected) << "the receiver got other bytes than were sent";
@@ -80,7 +85,8 @@ TEST(StreamZeroCopy, CopiedAndZeroCopySendsKeepTheirOrder) {
   ASSERT_TRUE(p.pump([&] {
     if (round < 8) {  // each round: copied, zero-copy (the same memory, reused after completion)
       std::size_t took = 0;
-      if (completions == round && p.a->send(ca, copied, took) == Status::kOk && took == copied.size()) {
+      if (completions == round && p.a->send(ca, copied, took) == Status::kOk &&
+          took == copied.size()) {
         EXPECT_EQ(p.a->send_zero_copy(ca, pinned, round), Status::kOk);
         expected.insert(expected.end(), copied.begin(), copied.end());
         expected.insert(expected.end(), pinned.begin(), pinned.end());
@@ -93,7 +99,8 @@ TEST(StreamZeroCopy, CopiedAndZeroCopySendsKeepTheirOrder) {
     while (p.a->zero_copy_completion(z) == Status::kOk) completions += z.status == Status::kOk;
     if (!drain(*p.b, cb, got)) ADD_FAILURE() << "recv failed";
     return round == 8 && completions == 8 && got.size() >= expected.size();
-  })) << "rounds " << round << ", completions " << completions;
+  })) << "rounds "
+      << round << ", completions " << completions;
   EXPECT_TRUE(got == expected);
 }
 
@@ -110,17 +117,20 @@ TEST(StreamZeroCopy, AbortCompletesPendingSendsWithClosed) {
   ASSERT_EQ(p.a->send_zero_copy(ca, std::span(src).subspan(30000), 2), Status::kOk);
   ASSERT_EQ(p.a->abort(ca), Status::kOk);
   std::vector<ZeroCopyCompletion> done;
-  ASSERT_TRUE(p.pump([&] {
-    ZeroCopyCompletion z;
-    while (p.a->zero_copy_completion(z) == Status::kOk) done.push_back(z);
-    return done.size() >= 2;
-  }, 10s));
+  ASSERT_TRUE(p.pump(
+      [&] {
+        ZeroCopyCompletion z;
+        while (p.a->zero_copy_completion(z) == Status::kOk) done.push_back(z);
+        return done.size() >= 2;
+      },
+      10s));
   ASSERT_EQ(done.size(), 2u);
   for (std::uint64_t i = 0; i < 2; ++i) {
     EXPECT_EQ(done[i].tag, i + 1);
     EXPECT_EQ(done[i].conn, ca);
     // kOk when the peer happened to acknowledge it before the abort went out, else kClosed.
-    EXPECT_TRUE(done[i].status == Status::kClosed || done[i].status == Status::kOk) << done[i].status;
+    EXPECT_TRUE(done[i].status == Status::kClosed || done[i].status == Status::kOk)
+        << done[i].status;
   }
   EXPECT_EQ(done[1].status, Status::kClosed) << "30000 bytes cannot all be acked before the abort";
   ConnId again = kNoConn;
@@ -144,12 +154,14 @@ TEST(StreamZeroCopy, BadSendsAreRefusedAndQueueNothing) {
   ConnId pending = kNoConn;
   ASSERT_EQ(p.b->listen(80), Status::kOk);
   ASSERT_EQ(p.a->connect(p.ab, 80, pending), Status::kOk);
-  EXPECT_EQ(p.a->send_zero_copy(pending, std::span(src).first(100), 1), Status::kInvalidState);  // SYN_SENT
+  EXPECT_EQ(p.a->send_zero_copy(pending, std::span(src).first(100), 1),
+            Status::kInvalidState);  // SYN_SENT
   EXPECT_EQ(p.a->send_zero_copy(kNoConn, std::span(src).first(100), 1), Status::kNotFound);
   ConnId cb = kNoConn;
   ASSERT_TRUE(p.pump([&] { return p.b->accept(80, cb) == Status::kOk; }));
   StreamState st;
-  ASSERT_TRUE(p.pump([&] { return p.a->state(pending, st) == Status::kOk && st == StreamState::kEstablished; }));
+  ASSERT_TRUE(p.pump(
+      [&] { return p.a->state(pending, st) == Status::kOk && st == StreamState::kEstablished; }));
   const ConnId ca = pending;
   EXPECT_EQ(p.a->send_zero_copy(ca, {}, 1), Status::kInvalidArgument);
   EXPECT_EQ(p.a->send_zero_copy(ca, src, 1), Status::kInvalidArgument);  // > send_buffer
@@ -163,11 +175,13 @@ TEST(StreamZeroCopy, BadSendsAreRefusedAndQueueNothing) {
     queued += 1000;
   }
   StreamStats before = *p.a->stats(ca);
-  EXPECT_EQ(p.a->send_zero_copy(ca, std::span(src).first(buffer - queued + 1), 98), Status::kNoResource);
+  EXPECT_EQ(p.a->send_zero_copy(ca, std::span(src).first(buffer - queued + 1), 98),
+            Status::kNoResource);
   ASSERT_EQ(p.a->send_zero_copy(ca, std::span(src).first(1000), tag++), Status::kOk);
   queued += 1000;
   before = *p.a->stats(ca);
-  EXPECT_EQ(p.a->send_zero_copy(ca, std::span(src).first(1000), 99), Status::kNoResource) << "a 17th pending send";
+  EXPECT_EQ(p.a->send_zero_copy(ca, std::span(src).first(1000), 99), Status::kNoResource)
+      << "a 17th pending send";
   const StreamStats after = *p.a->stats(ca);
   EXPECT_EQ(after.bytes_sent, before.bytes_sent);
   EXPECT_EQ(after.segments_sent, before.segments_sent);

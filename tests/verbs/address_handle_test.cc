@@ -1,7 +1,7 @@
 // Unit: the address attributes a UD address handle and an RC path are made of.
-#include <gtest/gtest.h>
-
 #include "unet/verbs/address_handle.h"
+
+#include <gtest/gtest.h>
 
 namespace unet::verbs {
 namespace {

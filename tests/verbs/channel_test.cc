@@ -68,7 +68,8 @@ TEST_F(Channel, CompletionWakesEpoll) {
   EXPECT_TRUE(dst->matches(9, 64));
 }
 
-TEST_F(Channel, WaitTimesOutThenWakes) {  verbs::CompletionQueue* which = nullptr;
+TEST_F(Channel, WaitTimesOutThenWakes) {
+  verbs::CompletionQueue* which = nullptr;
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(ch->wait(100ms, which), Status::kTimeout);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 90ms);
@@ -84,7 +85,8 @@ TEST_F(Channel, WaitTimesOutThenWakes) {  verbs::CompletionQueue* which = nullpt
 // waits for the event instead of overflowing its deadline.
 TEST_F(Channel, WaitTakesAnyTimeout) {
   verbs::CompletionQueue* which = nullptr;
-  for (const auto t : {std::chrono::milliseconds::min(), -1ms, 0ms}) EXPECT_EQ(ch->wait(t, which), Status::kTimeout);
+  for (const auto t : {std::chrono::milliseconds::min(), -1ms, 0ms})
+    EXPECT_EQ(ch->wait(t, which), Status::kTimeout);
   auto s = src->send(IBV_WR_SEND, 64, 0, 0, 0);
   ASSERT_EQ(sender->post_send(s.wr), Status::kOk);
   ASSERT_EQ(ch->wait(std::chrono::milliseconds::max(), which), Status::kOk);

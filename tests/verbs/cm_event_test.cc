@@ -17,8 +17,9 @@ TEST(CmEvent, TimewaitExitAndAnAddressChangeLeaveItAsItIs) {
 }
 
 TEST(CmEvent, SetUpEventsAreUnexpectedOnceEstablished) {
-  for (rdma_cm_event_type t : {RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ROUTE_RESOLVED, RDMA_CM_EVENT_CONNECT_REQUEST,
-                               RDMA_CM_EVENT_ESTABLISHED, RDMA_CM_EVENT_REJECTED, RDMA_CM_EVENT_UNREACHABLE})
+  for (rdma_cm_event_type t :
+       {RDMA_CM_EVENT_ADDR_RESOLVED, RDMA_CM_EVENT_ROUTE_RESOLVED, RDMA_CM_EVENT_CONNECT_REQUEST,
+        RDMA_CM_EVENT_ESTABLISHED, RDMA_CM_EVENT_REJECTED, RDMA_CM_EVENT_UNREACHABLE})
     EXPECT_EQ(established_event(t), CmOutcome::kUnexpected) << rdma_event_str(t);
 }
 

@@ -78,7 +78,8 @@ TEST_F(Cm, ReadDepthsAreNegotiatedWithinTheDeviceAndThePeer) {
   verbs::CmParams client_p;
   client_p.responder_resources = 2;  // the client takes 2 (a power of two: rxe rounds up)
   client_p.initiator_depth = 16;
-  auto server = std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_, server_p); });
+  auto server = std::async(std::launch::async,
+                           [&] { return listener.accept(pd_, server_config_, server_p); });
   auto client = verbs::cm_connect(cm_address(), listener.port(), pd_, config_, client_p);
   auto sconn = server.get();
   const verbs::DeviceLimits& l = ctx_->limits();
@@ -99,7 +100,8 @@ TEST_F(Cm, TypeOfServiceBecomesThePathsTrafficClass) {
   verbs::CmListener listener(cm_address(), 0);
   verbs::CmParams p;
   p.tos = 106;
-  auto server = std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_); });
+  auto server =
+      std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_); });
   auto client = verbs::cm_connect(cm_address(), listener.port(), pd_, config_, p);
   auto sconn = server.get();
   ibv_qp_attr attr{};
@@ -116,10 +118,14 @@ TEST_F(Cm, TypeOfServiceBecomesThePathsTrafficClass) {
 // rdma_cm over IPv6: the device netdev's link-local address (with its scope), where the device
 // has a GID for it (rxe and RoCE NICs do: index 0).
 TEST_F(Cm, ConnectsOverIpv6) {
-  const std::string ndev = read_first_line("/sys/class/infiniband/" + ctx_->name() + "/ports/1/gid_attrs/ndevs/0");
+  const std::string ndev =
+      read_first_line("/sys/class/infiniband/" + ctx_->name() + "/ports/1/gid_attrs/ndevs/0");
   ASSERT_FALSE(ndev.empty());
   std::string a6;
-  if (FILE* f = popen(("ip -6 -o addr show dev " + ndev + " scope link | awk '{print $4}' | cut -d/ -f1").c_str(), "r")) {
+  if (FILE* f =
+          popen(("ip -6 -o addr show dev " + ndev + " scope link | awk '{print $4}' | cut -d/ -f1")
+                    .c_str(),
+                "r")) {
     char buf[128] = {};
     if (std::fgets(buf, sizeof buf, f)) a6 = buf;
     pclose(f);
@@ -129,7 +135,8 @@ TEST_F(Cm, ConnectsOverIpv6) {
   const std::string host = a6 + "%" + ndev;
   verbs::CmListener listener(host, 0);
   ASSERT_NE(listener.port(), 0);
-  auto server = std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_); });
+  auto server =
+      std::async(std::launch::async, [&] { return listener.accept(pd_, server_config_); });
   auto client = verbs::cm_connect(host, listener.port(), pd_, config_);
   auto sconn = server.get();
   ASSERT_TRUE(client->connected());
@@ -149,7 +156,10 @@ TEST_F(Cm, ConnectsOverIpv6) {
 
 TEST_F(Cm, ConnectToNoListenerFailsWithinTheTimeout) {
   std::uint16_t port;
-  { verbs::CmListener probe(cm_address(), 0); port = probe.port(); }
+  {
+    verbs::CmListener probe(cm_address(), 0);
+    port = probe.port();
+  }
   auto t0 = std::chrono::steady_clock::now();
   verbs::CmParams p;
   p.timeout = 2s;

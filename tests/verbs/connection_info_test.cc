@@ -1,11 +1,11 @@
 // Unit: the out-of-band ConnectionInfo codec accepts exactly what it writes.
+#include "unet/verbs/connection_info.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "unet/verbs/connection_info.h"
 
 namespace unet::verbs {
 namespace {

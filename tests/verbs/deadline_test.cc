@@ -31,8 +31,9 @@ TEST(Deadline, AnOrdinaryTimeoutEndsWhenItSays) {
 
 TEST(Deadline, TheLongestTimeoutsMeanNever) {
   const Clock::time_point t0 = Clock::now();
-  for (const milliseconds t : {milliseconds::max(), milliseconds::max() - 1ms,
-                               milliseconds(std::chrono::duration_cast<milliseconds>(Clock::duration::max()))}) {
+  for (const milliseconds t :
+       {milliseconds::max(), milliseconds::max() - 1ms,
+        milliseconds(std::chrono::duration_cast<milliseconds>(Clock::duration::max()))}) {
     const Deadline d(t, t0);
     EXPECT_TRUE(d.never()) << t.count();
     EXPECT_FALSE(d.passed(t0));

@@ -43,8 +43,9 @@ TEST_F(Device, GidChoiceFollowsPerftest) {
 // A netdev narrows the choice to its GIDs: the device's own netdev gives the same GID, a netdev
 // with no GID on this device (lo) none, and a name no netdev has is a named error.
 TEST_F(Device, GidChoiceByNetdev) {
-  const std::string ndev = read_first_line("/sys/class/infiniband/" + ctx_->name() + "/ports/1/gid_attrs/ndevs/" +
-                                             std::to_string(gid_.index));
+  const std::string ndev =
+      read_first_line("/sys/class/infiniband/" + ctx_->name() + "/ports/1/gid_attrs/ndevs/" +
+                      std::to_string(gid_.index));
   ASSERT_FALSE(ndev.empty());
   EXPECT_EQ(verbs::select_gid(*ctx_, 1, gid_index(), ndev).gid, gid_.gid) << ndev;
   try {
@@ -68,7 +69,8 @@ TEST_F(Device, UnknownDeviceAndPortThrowNamedErrors) {
     FAIL();
   } catch (const verbs::Error& e) {
     EXPECT_NE(std::string(e.what()).find("no_such_dev9"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(ctx_->name()), std::string::npos) << "lists present devices: " << e.what();
+    EXPECT_NE(std::string(e.what()).find(ctx_->name()), std::string::npos)
+        << "lists present devices: " << e.what();
   }
   EXPECT_THROW((void)ctx_->port(0), verbs::Error);
   EXPECT_THROW((void)ctx_->port(200), verbs::Error);

@@ -1,11 +1,11 @@
 // Unit: GID text forms.
+#include "unet/verbs/gid.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <optional>
 #include <vector>
-
-#include "unet/verbs/gid.h"
 
 namespace unet::verbs {
 namespace {
@@ -51,15 +51,16 @@ TEST(Gid, Classification) {
 TEST(Gid, SourceOfAnIpv4RoceV2Arrival) {
   // The shape rxe places before a UD payload (seen in the VM): 20 zero bytes, then the IPv4
   // header with its checksum left 0; here from 198.18.0.2 to 198.18.0.1.
-  const std::uint8_t seen[40] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                 0x45, 0, 0, 0x3c, 0x30, 0xcc, 0x40, 0, 0x40, 0x11, 0, 0,
-                                 198, 18, 0, 2, 198, 18, 0, 1};
+  const std::uint8_t seen[40] = {0,    0,    0, 0, 0,   0,  0,    0, 0,   0,    0,    0,    0,    0,
+                                 0,    0,    0, 0, 0,   0,  0x45, 0, 0,   0x3c, 0x30, 0xcc, 0x40, 0,
+                                 0x40, 0x11, 0, 0, 198, 18, 0,    2, 198, 18,   0,    1};
   EXPECT_EQ(grh_source_gid(seen), mapped(198, 18, 0, 2));
 }
 
 TEST(Gid, AnIpv6LookingHeaderIsIpv4OnlyWithAValidChecksum) {
   std::uint8_t grh[40] = {0x60};
-  const std::uint8_t ip[20] = {0x45, 0, 0, 0x3c, 0, 0, 0x40, 0, 0x40, 0x11, 0, 0, 198, 18, 0, 2, 198, 18, 0, 1};
+  const std::uint8_t ip[20] = {0x45, 0, 0,   0x3c, 0, 0, 0x40, 0,  0x40, 0x11,
+                               0,    0, 198, 18,   0, 2, 198,  18, 0,    1};
   std::copy(ip, ip + 20, grh + 20);
   std::uint32_t sum = 0;
   for (int i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>(grh[20 + i] << 8 | grh[21 + i]);
@@ -84,7 +85,8 @@ TEST(Gid, SourceOfAGrhArrival) {
 // A host with two ports, port 1 on eth0 (ifindex 2) with a VLAN eth0.100 (ifindex 5) and port 2
 // on eth1 (ifindex 3): each netdev has its link-local GID (RoCE v1 and v2) and its IPv4 one.
 std::vector<GidRow> two_ports_and_a_vlan() {
-  auto row = [](std::uint32_t index, GidType type, Gid gid, std::uint8_t port, std::uint32_t ifindex) {
+  auto row = [](std::uint32_t index, GidType type, Gid gid, std::uint8_t port,
+                std::uint32_t ifindex) {
     GidRow r;
     r.entry = {gid, index, type};
     r.port = port;
@@ -94,11 +96,15 @@ std::vector<GidRow> two_ports_and_a_vlan() {
   Gid link_local;
   link_local.raw[0] = 0xfe, link_local.raw[1] = 0x80, link_local.raw[15] = 1;
   return {
-      row(0, GidType::kRoceV1, link_local, 1, 2),           row(1, GidType::kRoceV2, link_local, 1, 2),
-      row(2, GidType::kRoceV1, mapped(10, 0, 0, 1), 1, 2),  row(3, GidType::kRoceV2, mapped(10, 0, 0, 1), 1, 2),
-      row(4, GidType::kRoceV1, mapped(10, 1, 0, 1), 1, 5),  row(5, GidType::kRoceV2, mapped(10, 1, 0, 1), 1, 5),
-      row(6, GidType::kRoceV2, Gid{}, 1, 0),                // an empty slot
-      row(0, GidType::kRoceV2, link_local, 2, 3),           row(1, GidType::kRoceV2, mapped(10, 2, 0, 1), 2, 3),
+      row(0, GidType::kRoceV1, link_local, 1, 2),
+      row(1, GidType::kRoceV2, link_local, 1, 2),
+      row(2, GidType::kRoceV1, mapped(10, 0, 0, 1), 1, 2),
+      row(3, GidType::kRoceV2, mapped(10, 0, 0, 1), 1, 2),
+      row(4, GidType::kRoceV1, mapped(10, 1, 0, 1), 1, 5),
+      row(5, GidType::kRoceV2, mapped(10, 1, 0, 1), 1, 5),
+      row(6, GidType::kRoceV2, Gid{}, 1, 0),  // an empty slot
+      row(0, GidType::kRoceV2, link_local, 2, 3),
+      row(1, GidType::kRoceV2, mapped(10, 2, 0, 1), 2, 3),
   };
 }
 

@@ -4,11 +4,12 @@
 // Not tested here: that accesses outside the window's range fail. rxe in Linux 6.1 checks an MW
 // access only against the bounds of the MR under it (seen: a write below the window succeeded),
 // so on rxe a window is not a range limit; core/ grants ranges with dedicated MRs there.
+#include "unet/verbs/memory_window.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "unet/verbs/memory_window.h"
 #include "verbs_fixture.h"
 
 namespace unet::test {
@@ -22,7 +23,8 @@ class Window : public VerbsTest {
     VerbsTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     if (!ctx_->limits().mw_type2) {
-      if (device_required() && ctx_->name().rfind("rxe", 0) == 0) FAIL() << "rxe should support MW type 2";
+      if (device_required() && ctx_->name().rfind("rxe", 0) == 0)
+        FAIL() << "rxe should support MW type 2";
       GTEST_SKIP() << ctx_->name() << " does not support type-2 memory windows";
     }
     owner_ = make_qp(verbs::QpType::kRc);
@@ -63,7 +65,8 @@ TEST_F(Window, BindGrantsAccessThroughTheWindowsKey) {
   EXPECT_NE(mw_->rkey(), target_->mr->rkey());
   EXPECT_EQ(peer_write(mw_->rkey(), 4096, 4096), Status::kOk);
   EXPECT_TRUE(target_->matches(0x10, 4096)) << "bytes outside the window changed";
-  EXPECT_TRUE(std::equal(src_->bytes.begin(), src_->bytes.begin() + 4096, target_->bytes.begin() + 4096))
+  EXPECT_TRUE(
+      std::equal(src_->bytes.begin(), src_->bytes.begin() + 4096, target_->bytes.begin() + 4096))
       << "the window did not receive the write";
 }
 

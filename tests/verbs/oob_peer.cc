@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
     PathParams path;
     const char* gi = std::getenv("UNET_GID_INDEX");
     path.sgid_index = static_cast<std::uint8_t>(
-        select_gid(*ctx, 1, gi && *gi ? std::optional<std::uint32_t>(std::atoi(gi)) : std::nullopt).index);
+        select_gid(*ctx, 1, gi && *gi ? std::optional<std::uint32_t>(std::atoi(gi)) : std::nullopt)
+            .index);
     ConnectionInfo local = qp.local_info(path);
     local.memory = win_mr.remote_key();
 

@@ -19,7 +19,8 @@ class OobProcess : public VerbsTest {};
 TEST_F(OobProcess, TwoProcessesConnectAndExchangeCheckedMessages) {
   constexpr std::size_t kSize = 4096;
   constexpr int kCount = 20;
-  ChildProcess peer({UNET_OOB_PEER_PATH, device_name(), "0", std::to_string(kSize), std::to_string(kCount)});
+  ChildProcess peer(
+      {UNET_OOB_PEER_PATH, device_name(), "0", std::to_string(kSize), std::to_string(kCount)});
   const std::optional<std::string> line = peer.read_line(10s);  // "port N" once it listens
   ASSERT_TRUE(line && line->rfind("port ", 0) == 0) << "peer did not report its port";
   const int port = std::atoi(line->c_str() + 5);
@@ -28,7 +29,8 @@ TEST_F(OobProcess, TwoProcessesConnectAndExchangeCheckedMessages) {
   auto qp = make_qp(verbs::QpType::kRc);
   verbs::PathParams p = path();
   verbs::ConnectionInfo local = qp->local_info(p);
-  verbs::OobSocket sock = verbs::OobSocket::connect("127.0.0.1", static_cast<std::uint16_t>(port), 10s);
+  verbs::OobSocket sock =
+      verbs::OobSocket::connect("127.0.0.1", static_cast<std::uint16_t>(port), 10s);
   verbs::ConnectionInfo remote = verbs::exchange_as_client(sock, local, 10s);
   EXPECT_EQ(remote.memory.length, kSize);
   qp->connect(local, remote, p);

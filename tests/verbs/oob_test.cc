@@ -1,4 +1,6 @@
 // Unit (no device): the out-of-band TCP exchange between two threads, and its timeouts.
+#include "unet/verbs/oob.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -6,7 +8,6 @@
 #include <thread>
 
 #include "unet/verbs/error.h"
-#include "unet/verbs/oob.h"
 
 namespace unet::verbs {
 namespace {
@@ -37,7 +38,10 @@ TEST(Oob, ClientAndServerSwapConnectionInfo) {
 
 TEST(Oob, ClientWaitsForALateServer) {
   std::uint16_t port;
-  { OobListener probe("127.0.0.1", 0); port = probe.port(); }  // a free port, closed again
+  {
+    OobListener probe("127.0.0.1", 0);
+    port = probe.port();
+  }  // a free port, closed again
   auto server = std::async(std::launch::async, [&] {
     std::this_thread::sleep_for(300ms);
     OobListener late("127.0.0.1", port);
@@ -51,14 +55,18 @@ TEST(Oob, ClientWaitsForALateServer) {
 
 TEST(Oob, ConnectToNothingTimesOutWithAClearError) {
   std::uint16_t port;
-  { OobListener probe("127.0.0.1", 0); port = probe.port(); }
+  {
+    OobListener probe("127.0.0.1", 0);
+    port = probe.port();
+  }
   auto t0 = std::chrono::steady_clock::now();
   try {
     (void)OobSocket::connect("127.0.0.1", port, 300ms);
     FAIL() << "connected to a closed port";
   } catch (const Error& e) {
     EXPECT_EQ(e.call(), "connect");
-    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+        << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
 }

@@ -27,7 +27,8 @@ TEST(QpRequest, OtherRefusalsOrNoInlineAreNotRetried) {
   EXPECT_FALSE(shrink_send_queue(cap, ENOSPC));
   EXPECT_EQ(cap.max_send_wr, 1024u);
   ibv_qp_cap plain{1024, 64, 2, 1, 0};
-  EXPECT_FALSE(shrink_send_queue(plain, EINVAL)) << "without inline data the depth alone was refused";
+  EXPECT_FALSE(shrink_send_queue(plain, EINVAL))
+      << "without inline data the depth alone was refused";
 }
 
 TEST(QpRequest, CreateShrinkingStopsAtTheFirstQpTheDeviceTakes) {

@@ -98,10 +98,12 @@ TEST_F(Rc, PostListIsOneDoorbellAndDeliversInOrder) {
   std::vector<std::unique_ptr<verbs::SendRequest>> s;
   for (int i = 0; i < kN; ++i) {
     auto off = static_cast<std::size_t>(i) * 8;
-    r.push_back(std::make_unique<verbs::RecvRequest>(dst.bytes.data() + off, 8, dst.mr->lkey(), 100 + i));
+    r.push_back(
+        std::make_unique<verbs::RecvRequest>(dst.bytes.data() + off, 8, dst.mr->lkey(), 100 + i));
     // Selective signaling: only the last send of the batch completes.
     s.push_back(std::make_unique<verbs::SendRequest>(IBV_WR_SEND, src.bytes.data() + off, 8,
-                                                     src.mr->lkey(), i, i + 1 == kN ? IBV_SEND_SIGNALED : 0));
+                                                     src.mr->lkey(), i,
+                                                     i + 1 == kN ? IBV_SEND_SIGNALED : 0));
     if (i > 0) {
       r[i - 1]->wr.next = &r[i]->wr;
       s[i - 1]->wr.next = &s[i]->wr;

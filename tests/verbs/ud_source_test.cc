@@ -1,10 +1,10 @@
 // Unit: who sent a UD arrival, with and without a GRH, on InfiniBand and on RoCE.
+#include "unet/verbs/ud_source.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
-
-#include "unet/verbs/ud_source.h"
 
 namespace unet::verbs {
 namespace {

@@ -53,7 +53,7 @@ TEST_F(Ud, SendThroughAnAddressHandleArrivesAfterTheGrh) {
     if (wc.opcode != IBV_WC_RECV) continue;
     got = true;
     EXPECT_EQ(wc.byte_len, verbs::kGrhBytes + kN);  // the GRH counts in byte_len
-    EXPECT_EQ(wc.src_qp, a_->qp_num());              // UD tells the sender's QPN
+    EXPECT_EQ(wc.src_qp, a_->qp_num());             // UD tells the sender's QPN
     EXPECT_TRUE(wc.wc_flags & IBV_WC_GRH);
     EXPECT_TRUE(dst.matches(0x42, kN, verbs::kGrhBytes));
   }
@@ -119,7 +119,8 @@ TEST_F(Srq, OneReceivePoolServesSeveralQps) {
   Buffer pool(pd_, kBufs * kN);
   std::vector<std::unique_ptr<verbs::RecvRequest>> r;
   for (int i = 0; i < kBufs; ++i) {
-    r.push_back(std::make_unique<verbs::RecvRequest>(pool.bytes.data() + i * kN, kN, pool.mr->lkey(), i));
+    r.push_back(
+        std::make_unique<verbs::RecvRequest>(pool.bytes.data() + i * kN, kN, pool.mr->lkey(), i));
     if (i > 0) r[i - 1]->wr.next = &r[i]->wr;
   }
   ASSERT_EQ(srq->post_recv(r[0]->wr), Status::kOk);
@@ -141,9 +142,12 @@ TEST_F(Srq, OneReceivePoolServesSeveralQps) {
     ASSERT_EQ(verbs::status_of(wc), Status::kOk);
     ASSERT_LT(wc.wr_id, static_cast<std::uint64_t>(kBufs));
     EXPECT_TRUE(pool.matches(3, kN, wc.wr_id * kN));
-    if (wc.qp_num == x->qp_num()) ++from_x;
-    else if (wc.qp_num == y->qp_num()) ++from_y;
-    else ADD_FAILURE() << "arrival on unknown QP " << wc.qp_num;
+    if (wc.qp_num == x->qp_num())
+      ++from_x;
+    else if (wc.qp_num == y->qp_num())
+      ++from_y;
+    else
+      ADD_FAILURE() << "arrival on unknown QP " << wc.qp_num;
   }
   EXPECT_EQ(from_x, 2);
   EXPECT_EQ(from_y, 1);

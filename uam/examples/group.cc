@@ -14,9 +14,10 @@ namespace {
 // An idle rank polls for kSpinFor, then polls and yields the CPU (sched_yield) for up to
 // kYieldFor, then sleeps on the completion channel. Ranks often outnumber the CPUs (8 on the VM's
 // two), so a spinning rank must not keep the CPU the one it waits for needs; but a wake-up from
-// the channel costs milliseconds in the VM (uam/examples/README.md: the barrier). Yielding keeps a waiting rank on the run queue, as Open MPI's yield_when_idle does,
-// but a yield may hand the CPU away for a scheduler slice: the spin covers a round trip and more,
-// so that a wait for one message does not yield (uam/examples/README.md: the barrier).
+// the channel costs milliseconds in the VM (uam/examples/README.md: the barrier). Yielding keeps a
+// waiting rank on the run queue, as Open MPI's yield_when_idle does, but a yield may hand the CPU
+// away for a scheduler slice: the spin covers a round trip and more, so that a wait for one message
+// does not yield (uam/examples/README.md: the barrier).
 constexpr std::chrono::microseconds kSpinFor{100};
 constexpr std::chrono::milliseconds kYieldFor{5};
 constexpr std::chrono::milliseconds kSleep{10};

@@ -125,12 +125,12 @@ class Group {
   std::vector<ChannelId> channels_;
   std::vector<int> rank_by_channel_;
   std::chrono::milliseconds timeout_;
-  std::uint64_t patience_;  // timeout_ in cycle-counter ticks
-  std::uint64_t spin_ticks_;     // kSpinFor (group.cc) in cycle-counter ticks
-  std::uint64_t yield_ticks_;    // kSpinFor + kYieldFor
+  std::uint64_t patience_;        // timeout_ in cycle-counter ticks
+  std::uint64_t spin_ticks_;      // kSpinFor (group.cc) in cycle-counter ticks
+  std::uint64_t yield_ticks_;     // kSpinFor + kYieldFor
   bool idle_ = false;             // the last poll found nothing to do
   std::uint64_t idle_since_ = 0;  // when the first of the polls in a row that found nothing ran
-  std::string failure_;     // the first failed operation, if any
+  std::string failure_;           // the first failed operation, if any
   std::uint64_t arrivals_ = 0, releases_ = 0, epoch_ = 0;
   std::uint64_t kill_epoch_ = 0;  // kill_at_barrier()
   std::map<std::pair<int, std::uint32_t>, Mail> mail_;

@@ -364,10 +364,11 @@ class SampleSort {
                 p_.device.empty() ? "(the first)" : p_.device.c_str(),
                 bytes_text(double(p_.chunk)).c_str());
     timer_.print(stdout);
-    std::printf("  moved by store: %s in total, in %.3f s (%.1f MiB/s, all ranks together); keys "
-                "per rank after the sort: %" PRIu64 " to %" PRIu64 "\n",
-                bytes_text(double(moved)).c_str(), store_seconds_,
-                store_seconds_ > 0 ? double(moved) / (1 << 20) / store_seconds_ : 0.0, least, most);
+    std::printf(
+        "  moved by store: %s in total, in %.3f s (%.1f MiB/s, all ranks together); keys "
+        "per rank after the sort: %" PRIu64 " to %" PRIu64 "\n",
+        bytes_text(double(moved)).c_str(), store_seconds_,
+        store_seconds_ > 0 ? double(moved) / (1 << 20) / store_seconds_ : 0.0, least, most);
     const bool ok = check(reports, p_.keys);
     std::fflush(stdout);
     return ok ? kExitOk : kExitWrong;

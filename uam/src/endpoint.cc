@@ -26,15 +26,17 @@ Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config)
   config_.reliability = sender_config(config);
   config_.keepalive = verbs::clamp_timer(config.keepalive);  // max(): never; added to the clock
   if (net.send_queue_depth < 2 * kReplySlots)
-    throw std::invalid_argument("uam::Endpoint: send_queue_depth must be at least " + std::to_string(2 * kReplySlots) +
-                                " (the reply reserve is " + std::to_string(kReplySlots) + ")");
+    throw std::invalid_argument("uam::Endpoint: send_queue_depth must be at least " +
+                                std::to_string(2 * kReplySlots) + " (the reply reserve is " +
+                                std::to_string(kReplySlots) + ")");
   net_ = std::make_unique<core::Endpoint>(net);
   // Every message must fit core's max_message(): the largest header at least, so that
   // max_payload() never goes below zero.
   if (net_->max_message() < header_bytes(kMaxArgs))
     throw std::invalid_argument("uam::Endpoint: the endpoint's max_message() is " +
-                                std::to_string(net_->max_message()) + " bytes; a message header with " +
-                                std::to_string(kMaxArgs) + " words needs " + std::to_string(header_bytes(kMaxArgs)));
+                                std::to_string(net_->max_message()) +
+                                " bytes; a message header with " + std::to_string(kMaxArgs) +
+                                " words needs " + std::to_string(header_bytes(kMaxArgs)));
   ud_ = net.transport == core::Transport::kUd;
   // Receive buffers one peer can take at once: W requests (or stores), replies to our W
   // requests, and the explicit credit/ack messages those provoke (one per W/2, plus UD probes;
@@ -58,10 +60,11 @@ Endpoint::~Endpoint() = default;
 static void check_budget(std::size_t open, std::uint32_t budget, const core::Endpoint& net) {
   const std::uint64_t need = (open + 1) * std::uint64_t{budget} + net.repost_batch() - 1;
   if (need > net.config().free_queue_depth)
-    throw std::length_error("uam::Endpoint: " + std::to_string(open + 1) + " channels need " + std::to_string(need) +
-                            " posted receive buffers (" + std::to_string(budget) +
-                            " each, for the credit window, plus the repost batch); free_queue_depth is " +
-                            std::to_string(net.config().free_queue_depth));
+    throw std::length_error(
+        "uam::Endpoint: " + std::to_string(open + 1) + " channels need " + std::to_string(need) +
+        " posted receive buffers (" + std::to_string(budget) +
+        " each, for the credit window, plus the repost batch); free_queue_depth is " +
+        std::to_string(net.config().free_queue_depth));
 }
 
 ChannelId Endpoint::adopt(ChannelId ch) {
@@ -72,7 +75,8 @@ ChannelId Endpoint::adopt(ChannelId ch) {
     (void)net_->close_channel(ch);
     throw std::length_error("uam::Endpoint: the channel carries at most " + std::to_string(limit) +
                             " bytes (the peer's MTU or buffer size); a message header with " +
-                            std::to_string(kMaxArgs) + " words needs " + std::to_string(header_bytes(kMaxArgs)));
+                            std::to_string(kMaxArgs) + " words needs " +
+                            std::to_string(header_bytes(kMaxArgs)));
   }
   auto p = std::make_unique<Peer>(ch, config_, config_.reliability, ud_, limit);
   p->last_heard = now();
@@ -96,12 +100,14 @@ std::uint16_t Endpoint::listen_cm(std::string_view address, std::uint16_t port) 
   return net_->listen_cm(address, port);
 }
 
-ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout, const core::ChannelOptions& options) {
+ChannelId Endpoint::accept_cm(std::chrono::milliseconds timeout,
+                              const core::ChannelOptions& options) {
   check_budget(open_.size(), per_channel_budget_, *net_);
   return adopt(net_->accept_cm(timeout, options));
 }
 
-ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
+ChannelId Endpoint::connect_cm(std::string_view address, std::uint16_t port,
+                               std::chrono::milliseconds timeout,
                                const core::ChannelOptions& options) {
   check_budget(open_.size(), per_channel_budget_, *net_);
   return adopt(net_->connect_cm(address, port, timeout, options));

@@ -68,16 +68,18 @@ struct Endpoint::Peer {
   core::BufferId bundle = core::kNoBuffer;
   std::uint32_t bundle_len = 0;
   std::uint32_t bundle_last = 0;
-  Time last_heard{};             // the last arrival from the peer that could complete requests
-  Time last_probe{};             // the last probe sent
-  Time probe_interval{};         // UD: backs off while the peer stays unheard or we lack credit
+  Time last_heard{};      // the last arrival from the peer that could complete requests
+  Time last_probe{};      // the last probe sent
+  Time probe_interval{};  // UD: backs off while the peer stays unheard or we lack credit
 
   Pending& slot(std::uint8_t token) noexcept { return pending[token % kPendingSlots]; }
   // True when `token` names a request or store awaiting completion.
   bool awaiting(std::uint8_t token) const noexcept {
     return static_cast<std::uint8_t>(token - oldest_token) < pending_count;
   }
-  std::byte* copy(Seq s) noexcept { return copies.get() + std::size_t{s & copy_mask} * max_message; }
+  std::byte* copy(Seq s) noexcept {
+    return copies.get() + std::size_t{s & copy_mask} * max_message;
+  }
 };
 
 // What the messages of one arrived packet did with its buffer: the credit the buffer holds (the

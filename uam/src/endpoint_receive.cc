@@ -11,7 +11,8 @@ namespace {
 
 // An error reply's status word, if it names an error.
 Status error_status(const Header& h) noexcept {
-  if (h.arg_count != 1 || h.args[0] == 0 || h.args[0] > static_cast<std::uint64_t>(Status::kDeviceError))
+  if (h.arg_count != 1 || h.args[0] == 0 ||
+      h.args[0] > static_cast<std::uint64_t>(Status::kDeviceError))
     return Status::kRemoteOperationError;
   return static_cast<Status>(h.args[0]);
 }
@@ -132,7 +133,8 @@ Disposition Endpoint::run_request(Peer& p, const Header& h, std::span<const std:
     pk.credit = p.ch;
   const Handler* fn = nullptr;
   const bool store = h.kind == Kind::kStoreDone;
-  if (handlers_.lookup(h.handler, HandlerKind::kRequest, fn) != Status::kOk || (store && payload.size() != kStorePayload)) {
+  if (handlers_.lookup(h.handler, HandlerKind::kRequest, fn) != Status::kOk ||
+      (store && payload.size() != kStorePayload)) {
     ++stats_.unknown_handler;
     (void)send_error(p, h.token, Status::kNotFound);
     return Disposition::kDone;
@@ -258,7 +260,8 @@ UNET_ALWAYS_INLINE
 void Endpoint::timers(Peer& p, Time t) noexcept {
   if (net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);
   if (p.tx) {
-    const Status s = p.tx->on_timer(t, [&](Seq q, std::uint64_t) { resend(p, q); }, [](Seq, std::uint64_t) {});
+    const Status s = p.tx->on_timer(
+        t, [&](Seq q, std::uint64_t) { resend(p, q); }, [](Seq, std::uint64_t) {});
     if (s == Status::kRetryExceeded) return fail_peer(p, s);
   }
   const Time interval = p.tx ? p.probe_interval : Time(config_.keepalive);

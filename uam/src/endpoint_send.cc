@@ -169,7 +169,8 @@ Status Endpoint::check_send(ChannelId ch, std::span<const std::uint64_t> args, s
   Peer* p = peer(ch);
   if (!p) return Status::kNotFound;
   if (!p->open) return Status::kClosed;
-  if (args.size() > kMaxArgs || payload > payload_room(p->max_message, args.size())) return Status::kInvalidArgument;
+  if (args.size() > kMaxArgs || payload > payload_room(p->max_message, args.size()))
+    return Status::kInvalidArgument;
   out = p;
   return Status::kOk;
 }
@@ -252,9 +253,9 @@ Status Endpoint::send_error(Peer& p, std::uint8_t token, Status status) noexcept
   return send_message(p, h, {});
 }
 
-Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const core::RemoteToken& remote,
-                       std::uint64_t offset, HandlerId handler, std::span<const std::uint64_t> args,
-                       std::uint64_t cookie) noexcept {
+Status Endpoint::store(ChannelId ch, const void* local, std::size_t len,
+                       const core::RemoteToken& remote, std::uint64_t offset, HandlerId handler,
+                       std::span<const std::uint64_t> args, std::uint64_t cookie) noexcept {
   Peer* p = nullptr;
   if (Status s = check_send(ch, args, kStorePayload, p); s != Status::kOk) return s;
   if (args.size() > 2 || len == 0 || !local) return Status::kInvalidArgument;
@@ -292,9 +293,9 @@ Status Endpoint::store(ChannelId ch, const void* local, std::size_t len, const c
   return Status::kOk;
 }
 
-Status Endpoint::get(ChannelId ch, const core::RemoteToken& remote, std::uint64_t offset, void* local,
-                     std::size_t len, HandlerId handler, std::span<const std::uint64_t> args,
-                     std::uint64_t cookie) noexcept {
+Status Endpoint::get(ChannelId ch, const core::RemoteToken& remote, std::uint64_t offset,
+                     void* local, std::size_t len, HandlerId handler,
+                     std::span<const std::uint64_t> args, std::uint64_t cookie) noexcept {
   Peer* p = nullptr;
   if (Status s = check_send(ch, args, 0, p); s != Status::kOk) return s;
   if (len == 0 || !local) return Status::kInvalidArgument;
@@ -305,7 +306,8 @@ Status Endpoint::get(ChannelId ch, const core::RemoteToken& remote, std::uint64_
   std::uint32_t slot;
   if (!free_gets_->pop_into(slot)) return Status::kNoResource;
   Get& g = gets_[slot];
-  g = Get{ch, handler, static_cast<std::uint8_t>(args.size()), {}, static_cast<std::byte*>(local), len, cookie};
+  g = Get{ch,  handler, static_cast<std::uint8_t>(args.size()), {}, static_cast<std::byte*>(local),
+          len, cookie};
   std::copy(args.begin(), args.end(), g.args.begin());
   if (Status s = net_->read(ch, local, len, remote, offset, kGetTag | slot); s != Status::kOk) {
     (void)free_gets_->push(slot);
@@ -326,8 +328,7 @@ void Endpoint::resend(Peer& p, Seq seq) noexcept {
   // sent: an ack newer than the message's place in our stream could complete a request at the
   // peer before the reply we sent after this message arrived there (see arrival()).
   c[6] = static_cast<std::byte>(p.credits.piggyback());
-  if (put_bytes(p.ch, std::span<const std::byte>(c, len)) == Status::kOk)
-    ++stats_.retransmitted;
+  if (put_bytes(p.ch, std::span<const std::byte>(c, len)) == Status::kOk) ++stats_.retransmitted;
 }
 
 }  // namespace unet::uam

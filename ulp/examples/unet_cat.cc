@@ -59,7 +59,9 @@ void report(const ulp::StreamEndpoint& ep, ulp::ConnId conn) {
                s->rto.count() / 1e6);
 }
 
-void usage() { die("usage: unet_cat -l PORT | unet_cat HOST PORT   [-d DEVICE] [-g GID_INDEX] [-v]"); }
+void usage() {
+  die("usage: unet_cat -l PORT | unet_cat HOST PORT   [-d DEVICE] [-g GID_INDEX] [-v]");
+}
 
 bool write_all(int fd, const std::byte* p, std::size_t n) {
   while (n > 0) {
@@ -111,7 +113,8 @@ int main(int argc, char** argv) {
     core::ChannelId peer;
     ulp::ConnId conn = ulp::kNoConn;
     if (listen) {
-      if (ep.listen(p16) != Status::kOk) die("cannot listen on stream port " + std::to_string(port));
+      if (ep.listen(p16) != Status::kOk)
+        die("cannot listen on stream port " + std::to_string(port));
       verbs::OobListener l("", p16);
       verbs::OobSocket s = l.accept(60s);
       peer = ep.accept_peer(offer, s.recv_line(timeout, core::ChannelOffer::kMaxLine));
@@ -136,7 +139,8 @@ int main(int argc, char** argv) {
     const auto fail = [&](const std::string& why) {
       const auto in_st = std::chrono::steady_clock::now() - entered;
       std::fprintf(stderr, "unet_cat: %s after %lld ms in %s\n", why.c_str(),
-                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(in_st).count()),
+                   static_cast<long long>(
+                       std::chrono::duration_cast<std::chrono::milliseconds>(in_st).count()),
                    std::string(to_string(st)).c_str());
       report(ep, conn);
       std::exit(1);
@@ -146,13 +150,16 @@ int main(int argc, char** argv) {
       bool busy = false;
       if (!stdin_done && pending == 0) {
         const ssize_t r = ::read(0, in.data(), in.size());
-        if (r > 0) pending = static_cast<std::size_t>(r), off = 0, busy = true;
-        else if (r == 0) stdin_done = true;
+        if (r > 0)
+          pending = static_cast<std::size_t>(r), off = 0, busy = true;
+        else if (r == 0)
+          stdin_done = true;
       }
       if (pending > 0) {
         std::size_t took = 0;
         const Status s = ep.send(conn, std::span(in).subspan(off, pending), took);
-        if (s != Status::kOk && s != Status::kNoResource) fail(std::string("send: ") + std::string(to_string(s)));
+        if (s != Status::kOk && s != Status::kNoResource)
+          fail(std::string("send: ") + std::string(to_string(s)));
         off += took, pending -= took, busy |= took > 0;
       }
       if (stdin_done && pending == 0 && !shut) {
@@ -171,7 +178,8 @@ int main(int argc, char** argv) {
       }
       ulp::StreamState now;
       if (ep.state(conn, now) != Status::kOk) fail("connection lost");
-      if (now != st && now != ulp::StreamState::kClosed) {  // the last state before closing or failing
+      if (now != st &&
+          now != ulp::StreamState::kClosed) {  // the last state before closing or failing
         st = now;
         entered = std::chrono::steady_clock::now();
       }

@@ -35,7 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t n = read_sack(in.subspan(kSegmentHeaderBytes), blocks);
     if (n == 0 || n * kSackBlockBytes != payload) std::abort();
     std::byte bytes[kMaxSackBlocks * kSackBlockBytes];
-    if (encode_sack(std::span<const SackBlock>(blocks.data(), n), out.ack, bytes) != unet::Status::kOk) std::abort();
+    if (encode_sack(std::span<const SackBlock>(blocks.data(), n), out.ack, bytes) !=
+        unet::Status::kOk)
+      std::abort();
     if (std::memcmp(bytes, data + kSegmentHeaderBytes, payload) != 0) std::abort();
   }
   return 0;

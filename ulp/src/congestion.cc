@@ -65,7 +65,8 @@ bool NewReno::on_dup_ack(std::uint32_t flight, std::uint32_t highest_sent) noexc
   return true;
 }
 
-bool NewReno::on_recovery_ack(std::uint32_t acked, std::uint32_t ack, std::uint32_t flight) noexcept {
+bool NewReno::on_recovery_ack(std::uint32_t acked, std::uint32_t ack,
+                              std::uint32_t flight) noexcept {
   if (!in_recovery_) {  // not in recovery after all: an ordinary ack
     on_ack(acked);
     return false;

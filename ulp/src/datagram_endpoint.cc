@@ -34,12 +34,14 @@ struct DatagramEndpoint::Port {
 
 DatagramEndpoint::DatagramEndpoint(const core::EndpointConfig& net, const DatagramConfig& config)
     : config_(config), reassembly_(config.reassembly), clock_(core::CycleClock::process()) {
-  if (net.transport != core::Transport::kUd) throw std::invalid_argument("DatagramEndpoint: needs a UD endpoint");
+  if (net.transport != core::Transport::kUd)
+    throw std::invalid_argument("DatagramEndpoint: needs a UD endpoint");
   if (config.port_queue == 0 || config.max_ports == 0)
     throw std::invalid_argument("DatagramEndpoint: port_queue and max_ports must be positive");
   net_ = std::make_unique<core::Endpoint>(net);
   stride_ = net_->max_message() - static_cast<std::uint32_t>(kDatagramHeaderBytes);
-  if (stride_ < kMinStride || stride_ > UINT16_MAX) throw std::invalid_argument("DatagramEndpoint: unusable path MTU");
+  if (stride_ < kMinStride || stride_ > UINT16_MAX)
+    throw std::invalid_argument("DatagramEndpoint: unusable path MTU");
   if (!fits_send_path(stride_))
     throw std::invalid_argument("DatagramEndpoint: a 64 KiB datagram is " +
                                 std::to_string(fragment_count(kMaxDatagram, stride_)) +
@@ -63,15 +65,17 @@ std::uint32_t DatagramEndpoint::stride(ChannelId peer) const noexcept {
   return m > kDatagramHeaderBytes ? m - static_cast<std::uint32_t>(kDatagramHeaderBytes) : 0;
 }
 
-ChannelId DatagramEndpoint::accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
+ChannelId DatagramEndpoint::accept_peer(const core::ChannelOffer& offer,
+                                        std::string_view peer_half) {
   const ChannelId peer = net_->accept_offer(offer, peer_half);
   const std::uint32_t st = stride(peer);
   if (st < kMinStride || !fits_send_path(st)) {
     (void)net_->close_channel(peer);
     throw std::length_error("DatagramEndpoint: the peer's MTU or buffer size leaves fragments of " +
                             std::to_string(st) + " bytes, " +
-                            (st < kMinStride ? "below the minimum of " + std::to_string(kMinStride)
-                                             : "too many for the send path to hold a 64 KiB datagram"));
+                            (st < kMinStride
+                                 ? "below the minimum of " + std::to_string(kMinStride)
+                                 : "too many for the send path to hold a 64 KiB datagram"));
   }
   return peer;
 }
@@ -96,7 +100,8 @@ Status DatagramEndpoint::bind(std::uint16_t port) noexcept {
 }
 
 Status DatagramEndpoint::unbind(std::uint16_t port) noexcept {
-  auto it = std::find_if(ports_.begin(), ports_.end(), [&](const auto& p) { return p->port == port; });
+  auto it =
+      std::find_if(ports_.begin(), ports_.end(), [&](const auto& p) { return p->port == port; });
   if (it == ports_.end()) return Status::kNotFound;
   Entry e;
   while ((*it)->queue.pop_into(e)) drop(e);
@@ -135,7 +140,8 @@ Status DatagramEndpoint::send_to(std::uint16_t src_port, ChannelId peer, std::ui
   // Whole or not at all: room for every fragment first.
   const std::size_t last = kDatagramHeaderBytes + (h.length - (h.count - 1u) * st);
   const std::uint32_t buffers = (h.count - 1u) + (last > net_->inline_threshold() ? 1u : 0u);
-  if (net_->send_queue_space() < h.count || net_->spare_buffers() < buffers) return Status::kNoResource;
+  if (net_->send_queue_space() < h.count || net_->spare_buffers() < buffers)
+    return Status::kNoResource;
   h.id = next_id_++;
   for (std::uint16_t i = 0; i < h.count; ++i) {
     h.index = i;
@@ -149,7 +155,8 @@ Status DatagramEndpoint::send_to(std::uint16_t src_port, ChannelId peer, std::ui
       s = net_->send_inline(peer, std::span<const std::byte>(msg.data(), size));
     } else {
       core::BufferId b;
-      if ((s = net_->acquire_buffer(b)) != Status::kOk) return s;  // room was checked: cannot happen
+      if ((s = net_->acquire_buffer(b)) != Status::kOk)
+        return s;  // room was checked: cannot happen
       std::byte* p = net_->buffer(b).data();
       (void)encode(h, frag.size(), std::span<std::byte>(p, kDatagramHeaderBytes));
       std::memcpy(p + kDatagramHeaderBytes, frag.data(), frag.size());
@@ -166,7 +173,8 @@ Status DatagramEndpoint::send_to(std::uint16_t src_port, ChannelId peer, std::ui
 void DatagramEndpoint::arrival(const core::Descriptor& d) noexcept {
   const bool small = d.is_inline();
   const std::span<const std::byte> bytes =
-      small ? d.inline_payload() : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
+      small ? d.inline_payload()
+            : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
   ++stats_.fragments_received;
   DatagramHeader h;
   Port* port = nullptr;
@@ -175,7 +183,8 @@ void DatagramEndpoint::arrival(const core::Descriptor& d) noexcept {
   } else if (!(port = find(h.dst_port))) {
     ++stats_.unbound_drops;  // every fragment: its datagram's others may never come
   }
-  const std::span<const std::byte> frag = port ? bytes.subspan(kDatagramHeaderBytes) : std::span<const std::byte>{};
+  const std::span<const std::byte> frag =
+      port ? bytes.subspan(kDatagramHeaderBytes) : std::span<const std::byte>{};
   Entry e;
   e.peer = d.channel;
   e.src_port = h.src_port;
@@ -220,16 +229,18 @@ void DatagramEndpoint::drop(const Entry& e) noexcept {
   if (e.where == Entry::Where::kSlot) reassembly_.release(e.ref);
 }
 
-Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out, DatagramInfo& info) noexcept {
+Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out,
+                                   DatagramInfo& info) noexcept {
   Port* p = find(port);
   if (!p) return Status::kNotFound;
   if (p->queue.empty()) return Status::kNoResource;
   const Entry& e = p->queue.at(0);
   info = DatagramInfo{e.peer, e.src_port, e.length};
   if (out.size() < e.length) return Status::kInvalidArgument;
-  const std::byte* src = e.where == Entry::Where::kHere     ? e.here.data()
-                         : e.where == Entry::Where::kBuffer ? net_->buffer(e.ref).data() + kDatagramHeaderBytes
-                                                            : reassembly_.data(e.ref).data();
+  const std::byte* src = e.where == Entry::Where::kHere ? e.here.data()
+                         : e.where == Entry::Where::kBuffer
+                             ? net_->buffer(e.ref).data() + kDatagramHeaderBytes
+                             : reassembly_.data(e.ref).data();
   if (e.length) std::memcpy(out.data(), src, e.length);
   drop(e);
   p->queue.pop();

@@ -16,16 +16,26 @@ constexpr std::uint8_t kKindFragment = 1;
 
 std::string_view to_string(DatagramFault f) noexcept {
   switch (f) {
-    case DatagramFault::kNone: return "none";
-    case DatagramFault::kTooShort: return "too short";
-    case DatagramFault::kBadMagic: return "bad magic";
-    case DatagramFault::kBadVersion: return "bad version";
-    case DatagramFault::kBadKind: return "bad kind";
-    case DatagramFault::kTooLong: return "datagram too long";
-    case DatagramFault::kBadStride: return "stride below the minimum";
-    case DatagramFault::kBadCount: return "fragment count does not match length and stride";
-    case DatagramFault::kBadIndex: return "fragment index beyond the count";
-    case DatagramFault::kLengthMismatch: return "fragment size mismatch";
+    case DatagramFault::kNone:
+      return "none";
+    case DatagramFault::kTooShort:
+      return "too short";
+    case DatagramFault::kBadMagic:
+      return "bad magic";
+    case DatagramFault::kBadVersion:
+      return "bad version";
+    case DatagramFault::kBadKind:
+      return "bad kind";
+    case DatagramFault::kTooLong:
+      return "datagram too long";
+    case DatagramFault::kBadStride:
+      return "stride below the minimum";
+    case DatagramFault::kBadCount:
+      return "fragment count does not match length and stride";
+    case DatagramFault::kBadIndex:
+      return "fragment index beyond the count";
+    case DatagramFault::kLengthMismatch:
+      return "fragment size mismatch";
   }
   return "unknown datagram fault";
 }
@@ -79,7 +89,8 @@ Status decode(std::span<const std::byte> in, DatagramHeader& out, DatagramFault&
   h.length = load_le<std::uint32_t>(p + 12);
   h.index = load_le<std::uint16_t>(p + 16);
   h.count = load_le<std::uint16_t>(p + 18);
-  if (DatagramFault f = check(h, in.size() - kDatagramHeaderBytes); f != DatagramFault::kNone) return refuse(f);
+  if (DatagramFault f = check(h, in.size() - kDatagramHeaderBytes); f != DatagramFault::kNone)
+    return refuse(f);
   out = h;
   fault = DatagramFault::kNone;
   return Status::kOk;

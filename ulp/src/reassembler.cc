@@ -7,17 +7,20 @@ namespace unet::ulp {
 
 Reassembler::Reassembler(const ReassemblyConfig& config) : config_(config) {
   if (config.slots == 0) throw std::invalid_argument("Reassembler: at least one slot");
-  if (config.timeout <= Time::zero()) throw std::invalid_argument("Reassembler: timeout must be positive");
+  if (config.timeout <= Time::zero())
+    throw std::invalid_argument("Reassembler: timeout must be positive");
   slots_.resize(config.slots);
   memory_ = std::make_unique<std::byte[]>(std::size_t{config.slots} * kMaxDatagram);
 }
 
-Reassembler::Outcome Reassembler::add(std::uint32_t peer, const DatagramHeader& h, std::span<const std::byte> fragment,
-                                      Time now, std::uint32_t& slot) noexcept {
+Reassembler::Outcome Reassembler::add(std::uint32_t peer, const DatagramHeader& h,
+                                      std::span<const std::byte> fragment, Time now,
+                                      std::uint32_t& slot) noexcept {
   std::uint32_t at = UINT32_MAX;
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
-    if (s.state == State::kAssembling && s.peer == peer && s.src_port == h.src_port && s.id == h.id) {
+    if (s.state == State::kAssembling && s.peer == peer && s.src_port == h.src_port &&
+        s.id == h.id) {
       at = i;
       break;
     }
@@ -41,7 +44,8 @@ Reassembler::Outcome Reassembler::add(std::uint32_t peer, const DatagramHeader& 
     ++stats_.started;
   }
   Slot& s = slots_[at];
-  if (s.length != h.length || s.stride != h.stride || s.count != h.count || fragment.size() != h.fragment_bytes()) {
+  if (s.length != h.length || s.stride != h.stride || s.count != h.count ||
+      fragment.size() != h.fragment_bytes()) {
     ++stats_.inconsistent;
     return Outcome::kDropped;
   }
@@ -50,7 +54,8 @@ Reassembler::Outcome Reassembler::add(std::uint32_t peer, const DatagramHeader& 
     return Outcome::kDropped;
   }
   s.seen.set(h.index);
-  std::memcpy(memory_.get() + std::size_t{at} * kMaxDatagram + h.offset(), fragment.data(), fragment.size());
+  std::memcpy(memory_.get() + std::size_t{at} * kMaxDatagram + h.offset(), fragment.data(),
+              fragment.size());
   if (++s.received < s.count) {
     ++stats_.held;
     return Outcome::kIncomplete;
@@ -65,7 +70,8 @@ std::uint32_t Reassembler::take_slot() noexcept {
   std::uint32_t oldest = UINT32_MAX;
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].state == State::kFree) return i;
-    if (slots_[i].state == State::kAssembling && (oldest == UINT32_MAX || slots_[i].started < slots_[oldest].started))
+    if (slots_[i].state == State::kAssembling &&
+        (oldest == UINT32_MAX || slots_[i].started < slots_[oldest].started))
       oldest = i;
   }
   if (oldest != UINT32_MAX) {
@@ -81,7 +87,8 @@ std::span<const std::byte> Reassembler::data(std::uint32_t slot) const noexcept 
 }
 
 void Reassembler::release(std::uint32_t slot) noexcept {
-  if (slot < slots_.size() && slots_[slot].state == State::kComplete) slots_[slot].state = State::kFree;
+  if (slot < slots_.size() && slots_[slot].state == State::kComplete)
+    slots_[slot].state = State::kFree;
 }
 
 std::uint32_t Reassembler::expire(Time now) noexcept {

@@ -26,17 +26,28 @@ bool block_ok(const SackBlock& b, std::uint32_t ack) noexcept {
 
 std::string_view to_string(SegmentFault f) noexcept {
   switch (f) {
-    case SegmentFault::kNone: return "none";
-    case SegmentFault::kTooShort: return "too short";
-    case SegmentFault::kBadMagic: return "bad magic";
-    case SegmentFault::kBadVersion: return "bad version";
-    case SegmentFault::kReservedBits: return "reserved bits set";
-    case SegmentFault::kSynAndFin: return "SYN and FIN together";
-    case SegmentFault::kPayloadNotAllowed: return "payload on a SYN or an RST";
-    case SegmentFault::kMissingAck: return "ACK missing";
-    case SegmentFault::kSackNotAllowed: return "SACK on other than a pure ACK";
-    case SegmentFault::kBadSackLength: return "SACK payload not 1 to 4 blocks";
-    case SegmentFault::kBadSackBlock: return "SACK block empty or not after ack";
+    case SegmentFault::kNone:
+      return "none";
+    case SegmentFault::kTooShort:
+      return "too short";
+    case SegmentFault::kBadMagic:
+      return "bad magic";
+    case SegmentFault::kBadVersion:
+      return "bad version";
+    case SegmentFault::kReservedBits:
+      return "reserved bits set";
+    case SegmentFault::kSynAndFin:
+      return "SYN and FIN together";
+    case SegmentFault::kPayloadNotAllowed:
+      return "payload on a SYN or an RST";
+    case SegmentFault::kMissingAck:
+      return "ACK missing";
+    case SegmentFault::kSackNotAllowed:
+      return "SACK on other than a pure ACK";
+    case SegmentFault::kBadSackLength:
+      return "SACK payload not 1 to 4 blocks";
+    case SegmentFault::kBadSackBlock:
+      return "SACK block empty or not after ack";
   }
   return "unknown segment fault";
 }
@@ -122,7 +133,8 @@ Status decode(std::span<const std::byte> in, SegmentHeader& out, SegmentFault& f
   h.seq = load_le<std::uint32_t>(p + 8);
   h.ack = load_le<std::uint32_t>(p + 12);
   h.window = load_le<std::uint32_t>(p + 16);
-  if (SegmentFault f = check(h, in.size() - kSegmentHeaderBytes); f != SegmentFault::kNone) return refuse(f);
+  if (SegmentFault f = check(h, in.size() - kSegmentHeaderBytes); f != SegmentFault::kNone)
+    return refuse(f);
   if (h.has(kSack)) {
     std::array<SackBlock, kMaxSackBlocks> blocks;
     const std::size_t n = read_sack(in.subspan(kSegmentHeaderBytes), blocks);

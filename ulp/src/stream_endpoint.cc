@@ -14,10 +14,13 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
       clock_(core::CycleClock::process()),
       zero_copy_done_(std::size_t{config.max_connections} * kMaxZeroCopySends) {
   if (config.max_connections == 0 || config.max_listeners == 0 || config.accept_backlog == 0)
-    throw std::invalid_argument("StreamEndpoint: connections, listeners and backlog must be positive");
-  if (config.ack_every == 0 || config.ack_delay.count() < 0 || config.ack_delay >= config.rtt.min_rto)
     throw std::invalid_argument(
-        "StreamEndpoint: ack_every must be positive, and ack_delay at least 0 and below rtt.min_rto");
+        "StreamEndpoint: connections, listeners and backlog must be positive");
+  if (config.ack_every == 0 || config.ack_delay.count() < 0 ||
+      config.ack_delay >= config.rtt.min_rto)
+    throw std::invalid_argument(
+        "StreamEndpoint: ack_every must be positive, and ack_delay at least 0 and below "
+        "rtt.min_rto");
   if (config.send_buffer < 1024 || config.recv_buffer < 1024 || config.send_buffer > (1u << 30) ||
       config.recv_buffer > (1u << 30))
     throw std::invalid_argument("StreamEndpoint: buffers must be 1 KiB .. 1 GiB");
@@ -28,7 +31,8 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
     *t = verbs::clamp_timer(*t);
   net_ = std::make_unique<core::Endpoint>(net);
   if (net_->max_message() < kMinSegment)
-    throw std::invalid_argument("StreamEndpoint: the endpoint's max_message() is too small for a segment");
+    throw std::invalid_argument(
+        "StreamEndpoint: the endpoint's max_message() is too small for a segment");
   mss_ = net_->max_message() - static_cast<std::uint32_t>(kSegmentHeaderBytes);
   // Never advertise more than half the posted receive buffers can hold: UD drops what finds none
   // (RC would hold the sender back with RNR waits).
@@ -56,7 +60,8 @@ const StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) const noexcept {
   return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
 }
 
-StreamEndpoint::Conn* StreamEndpoint::find(ChannelId peer, std::uint16_t local, std::uint16_t remote) noexcept {
+StreamEndpoint::Conn* StreamEndpoint::find(ChannelId peer, std::uint16_t local,
+                                           std::uint16_t remote) noexcept {
   for (auto& c : conns_)
     if (c->used && c->peer == peer && c->lport == local && c->rport == remote) return c.get();
   return nullptr;
@@ -66,15 +71,16 @@ ChannelId StreamEndpoint::accept_peer(const core::ChannelOffer& offer, std::stri
   const ChannelId peer = net_->accept_offer(offer, peer_half);
   if (const std::uint32_t limit = net_->max_message(peer); limit < kMinSegment) {
     (void)net_->close_channel(peer);
-    throw std::length_error("StreamEndpoint: the peer takes messages of at most " + std::to_string(limit) +
-                            " bytes (its MTU or buffer size); a segment needs " + std::to_string(kMinSegment));
+    throw std::length_error(
+        "StreamEndpoint: the peer takes messages of at most " + std::to_string(limit) +
+        " bytes (its MTU or buffer size); a segment needs " + std::to_string(kMinSegment));
   }
   return peer;
 }
 
 // A free connection, reset for a new peer (its id in `id`); nullptr when all are in use.
-StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t local, std::uint16_t remote,
-                                               ConnId& id) noexcept {
+StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t local,
+                                               std::uint16_t remote, ConnId& id) noexcept {
   for (std::uint32_t i = 0; i < conns_.size(); ++i) {
     Conn& c = *conns_[i];
     if (c.used) continue;
@@ -85,7 +91,8 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.peer = peer;
     // The peer's buffers or path MTU may be smaller than ours (core's per-channel limit).
     const std::uint32_t limit = net_->max_message(peer);
-    c.mss = limit > kSegmentHeaderBytes ? std::min<std::uint32_t>(mss_, limit - kSegmentHeaderBytes) : mss_;
+    c.mss = limit > kSegmentHeaderBytes ? std::min<std::uint32_t>(mss_, limit - kSegmentHeaderBytes)
+                                        : mss_;
     c.lport = local;
     c.rport = remote;
     c.state = StreamState::kClosed;
@@ -130,7 +137,8 @@ std::uint32_t StreamEndpoint::receive_window(const Conn& c) const noexcept {
 Status StreamEndpoint::listen(std::uint16_t port) noexcept {
   for (auto& l : listeners_)
     if (l->port == port) return Status::kInvalidState;
-  if (port == 0 || listeners_.size() >= config_.max_listeners) return port == 0 ? Status::kInvalidArgument : Status::kNoResource;
+  if (port == 0 || listeners_.size() >= config_.max_listeners)
+    return port == 0 ? Status::kInvalidArgument : Status::kNoResource;
   try {
     listeners_.push_back(std::make_unique<Listener>(port, config_.accept_backlog));  // set-up
   } catch (const std::bad_alloc&) {
@@ -170,7 +178,8 @@ Status StreamEndpoint::connect(ChannelId peer, std::uint16_t port, ConnId& out) 
   if (Status s = net_->channel_status(peer); s != Status::kOk) return s;
   if (port == 0) return Status::kInvalidArgument;
   std::uint16_t local = 0;
-  for (int tries = 0; tries < 16384 && local == 0; ++tries) {  // an ephemeral port unused with this peer
+  for (int tries = 0; tries < 16384 && local == 0;
+       ++tries) {  // an ephemeral port unused with this peer
     const std::uint16_t p = next_port_;
     next_port_ = next_port_ == 65535 ? 49152 : next_port_ + 1;
     if (!find(peer, p, port)) local = p;
@@ -185,12 +194,14 @@ Status StreamEndpoint::connect(ChannelId peer, std::uint16_t port, ConnId& out) 
   return Status::kOk;
 }
 
-Status StreamEndpoint::send(ConnId id, std::span<const std::byte> data, std::size_t& accepted) noexcept {
+Status StreamEndpoint::send(ConnId id, std::span<const std::byte> data,
+                            std::size_t& accepted) noexcept {
   accepted = 0;
   Conn* c = get(id);
   if (!c) return Status::kNotFound;
   if (c->error != Status::kOk) return c->error;
-  if ((c->state != StreamState::kEstablished && c->state != StreamState::kCloseWait) || c->fin_queued)
+  if ((c->state != StreamState::kEstablished && c->state != StreamState::kCloseWait) ||
+      c->fin_queued)
     return Status::kInvalidState;
   const std::uint32_t room = (c->smask + 1) - c->queued();
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(room, data.size()));
@@ -303,7 +314,8 @@ int StreamEndpoint::next_timer_ms() const noexcept {
     const Conn& c = *p;
     if (!c.used || c.state == StreamState::kClosed) continue;
     at(c.rto_deadline);
-    if (c.state == StreamState::kSynSent || c.state == StreamState::kSynReceived || c.state == StreamState::kTimeWait)
+    if (c.state == StreamState::kSynSent || c.state == StreamState::kSynReceived ||
+        c.state == StreamState::kTimeWait)
       at(c.deadline);
     else
       at(std::max(c.last_heard, c.last_keepalive) + config_.dead_peer_timeout / 4);

@@ -38,7 +38,8 @@ struct StreamEndpoint::PinnedSend {
 // number after the last data byte. The send buffer holds [snd_una .. snd_end) of data (the SYN
 // and FIN hold no bytes); the receive buffer holds [rcv_read .. rcv_nxt) not yet read.
 struct StreamEndpoint::Conn {
-  Conn(std::uint32_t send_bytes, std::uint32_t recv_bytes, std::uint32_t segment, const StreamConfig& cfg)
+  Conn(std::uint32_t send_bytes, std::uint32_t recv_bytes, std::uint32_t segment,
+       const StreamConfig& cfg)
       : mss(segment),
         smask(std::bit_ceil(send_bytes) - 1),
         rmask(std::bit_ceil(recv_bytes) - 1),
@@ -49,9 +50,9 @@ struct StreamEndpoint::Conn {
 
   ConnId id = 0;
   bool used = false;
-  bool released = false;     // the application gave it back (close/abort)
-  bool accepted = false;     // passive: handed out by accept()
-  bool in_backlog = false;   // passive: established, waiting in its listener's queue
+  bool released = false;       // the application gave it back (close/abort)
+  bool accepted = false;       // passive: handed out by accept()
+  bool in_backlog = false;     // passive: established, waiting in its listener's queue
   std::uint16_t listener = 0;  // passive: the port it came in on (0: active)
   ChannelId peer = core::kNoChannel;
   std::uint32_t mss = 0;  // the channel's largest message less the header: what the peer takes
@@ -87,7 +88,9 @@ struct StreamEndpoint::Conn {
   std::array<PinnedSend, kMaxZeroCopy> zc{};
   std::uint32_t zc_first = 0, zc_count = 0, zc_serial = 0;
   PinnedSend& zc_at(std::uint32_t i) noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
-  const PinnedSend& zc_at(std::uint32_t i) const noexcept { return zc[(zc_first + i) % kMaxZeroCopy]; }
+  const PinnedSend& zc_at(std::uint32_t i) const noexcept {
+    return zc[(zc_first + i) % kMaxZeroCopy];
+  }
   // The zero-copy send holding sequence number `seq`; nullptr when the send buffer holds it.
   PinnedSend* pinned_at(std::uint32_t seq) noexcept {
     for (std::uint32_t i = 0; i < zc_count; ++i) {
@@ -125,7 +128,9 @@ struct StreamEndpoint::Conn {
   // Nobody will ever hand this connection to the application: free it once it is closed.
   bool orphan() const noexcept { return released || (listener && !accepted && !in_backlog); }
   std::uint32_t unread() const noexcept { return rcv_nxt - rcv_read - (peer_fin ? 1 : 0); }
-  std::byte* sbyte(std::uint32_t seq) noexcept { return sbuf.get() + ((seq - data_start()) & smask); }
+  std::byte* sbyte(std::uint32_t seq) noexcept {
+    return sbuf.get() + ((seq - data_start()) & smask);
+  }
 };
 
 struct StreamEndpoint::Listener {

@@ -14,12 +14,13 @@ bool synchronized(StreamState s) noexcept {
 }
 // States whose peer may still send us data.
 bool receiving(StreamState s) noexcept {
-  return s == StreamState::kEstablished || s == StreamState::kFinWait1 || s == StreamState::kFinWait2;
+  return s == StreamState::kEstablished || s == StreamState::kFinWait1 ||
+         s == StreamState::kFinWait2;
 }
 // States in which our data or FIN may still be going out.
 bool sending(StreamState s) noexcept {
-  return s == StreamState::kEstablished || s == StreamState::kCloseWait || s == StreamState::kFinWait1 ||
-         s == StreamState::kClosing || s == StreamState::kLastAck;
+  return s == StreamState::kEstablished || s == StreamState::kCloseWait ||
+         s == StreamState::kFinWait1 || s == StreamState::kClosing || s == StreamState::kLastAck;
 }
 
 // Copies `payload` into the receive buffer at sequence number `seq` (in two pieces at the wrap).
@@ -65,7 +66,8 @@ int StreamEndpoint::poll() noexcept {
 
 void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
   const std::span<const std::byte> bytes =
-      d.is_inline() ? d.inline_payload() : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
+      d.is_inline() ? d.inline_payload()
+                    : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
   SegmentHeader h;
   if (decode(bytes, h) != Status::kOk) {
     ++stats_.malformed;
@@ -105,7 +107,8 @@ void StreamEndpoint::on_syn(ChannelId peer, const SegmentHeader& h) noexcept {
   step(*c, StreamEvent::kRecvSyn);
 }
 
-void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept {
+void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h,
+                                std::span<const std::byte> payload) noexcept {
   if (h.has(kRst)) {
     const bool ok = c.state == StreamState::kSynSent
                         ? h.has(kAck) && h.ack == c.iss + 1
@@ -183,7 +186,7 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h, std::span<const
 void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
                             std::span<const SackBlock> sack) noexcept {
   if (!h.has(kAck) || seq_lt(h.ack, c.snd_una)) return;  // old
-  if (seq_lt(c.snd_max, h.ack)) {  // acknowledges what we never sent
+  if (seq_lt(c.snd_max, h.ack)) {                        // acknowledges what we never sent
     c.ack_pending = true;
     return;
   }
@@ -234,7 +237,8 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
   c.snd_wnd = h.window;
 }
 
-void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept {
+void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h,
+                             std::span<const std::byte> payload) noexcept {
   std::uint32_t seq = h.seq;
   if (!payload.empty()) {
     if (seq_lt(seq, c.rcv_nxt)) {  // some or all of it seen before
@@ -349,7 +353,8 @@ void StreamEndpoint::output(Conn& c) noexcept {
     // Limited transmit (RFC 3042): the first two duplicate acks each let one new segment out, so
     // a small window still gathers the three duplicates a fast retransmit needs.
     const std::uint32_t limited = c.cc.in_recovery() ? 0 : std::min(c.dup_count, 2u) * c.mss;
-    const std::uint32_t wnd = std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
+    const std::uint32_t wnd =
+        std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
     if (seq_lt(c.snd_nxt, c.snd_end)) {
       if (flight >= wnd) return;
       const std::uint32_t len = std::min({c.mss, c.run(c.snd_nxt), wnd - flight});
@@ -384,7 +389,8 @@ void StreamEndpoint::output(Conn& c) noexcept {
 // One segment: header, then `len` bytes from `seq` — of the send buffer, inside a descriptor when
 // it fits, else in a segment buffer; or gathered from a zero-copy send's memory (send_pinned).
 // kNoResource when the send path is full.
-Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept {
+Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq,
+                                    std::uint32_t len) noexcept {
   if (net_->send_queue_space() == 0) return Status::kNoResource;
   SegmentHeader h;
   h.flags = flags;
@@ -427,8 +433,9 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
     std::memcpy(p + kSegmentHeaderBytes, c.sbuf.get() + at, first);
     if (len > first) std::memcpy(p + kSegmentHeaderBytes + first, c.sbuf.get(), len - first);
   }
-  const Status s = b == core::kNoBuffer ? net_->send_inline(c.peer, std::span<const std::byte>(p, size))
-                                        : net_->send(c.peer, b, static_cast<std::uint32_t>(size));
+  const Status s = b == core::kNoBuffer
+                       ? net_->send_inline(c.peer, std::span<const std::byte>(p, size))
+                       : net_->send(c.peer, b, static_cast<std::uint32_t>(size));
   if (s != Status::kOk) return s;
   segment_sent(c, flags);
   return Status::kOk;
@@ -444,11 +451,13 @@ void StreamEndpoint::segment_sent(Conn& c, std::uint8_t flags) noexcept {
 }
 
 void StreamEndpoint::send_ack_now(Conn& c) noexcept {
-  if (synchronized(c.state) || c.state == StreamState::kSynReceived) (void)send_segment(c, kAck, c.snd_nxt, 0);
+  if (synchronized(c.state) || c.state == StreamState::kSynReceived)
+    (void)send_segment(c, kAck, c.snd_nxt, 0);
 }
 
 // An RST answering segment `to` (RFC 793: seq from its ack, or ack its sequence space).
-Status StreamEndpoint::send_reset(ChannelId peer, const SegmentHeader& to, std::size_t payload) noexcept {
+Status StreamEndpoint::send_reset(ChannelId peer, const SegmentHeader& to,
+                                  std::size_t payload) noexcept {
   if (net_->send_queue_space() == 0) return Status::kNoResource;
   SegmentHeader h;
   h.src_port = to.dst_port;
@@ -458,7 +467,8 @@ Status StreamEndpoint::send_reset(ChannelId peer, const SegmentHeader& to, std::
     h.seq = to.ack;
   } else {
     h.flags = kRst | kAck;
-    h.ack = to.seq + static_cast<std::uint32_t>(payload) + (to.has(kSyn) ? 1 : 0) + (to.has(kFin) ? 1 : 0);
+    h.ack = to.seq + static_cast<std::uint32_t>(payload) + (to.has(kSyn) ? 1 : 0) +
+            (to.has(kFin) ? 1 : 0);
   }
   std::array<std::byte, kSegmentHeaderBytes> bytes;
   if (Status s = encode(h, 0, bytes); s != Status::kOk) return s;

@@ -103,7 +103,8 @@ constexpr Table build() {
   Table table{};
   for (const Row& r : kRows) {
     Cell& c = table[static_cast<std::size_t>(r.state)][static_cast<std::size_t>(r.event)];
-    if (c.allowed) throw "two rows for one (state, event)";  // not a constant expression: fails the build
+    if (c.allowed)
+      throw "two rows for one (state, event)";  // not a constant expression: fails the build
     c.allowed = true;
     c.t = Transition{r.next, r.actions, r.error};
   }
@@ -124,34 +125,56 @@ static_assert(errors_consistent());
 
 std::string_view to_string(StreamState s) noexcept {
   switch (s) {
-    case S::kClosed: return "CLOSED";
-    case S::kListen: return "LISTEN";
-    case S::kSynSent: return "SYN_SENT";
-    case S::kSynReceived: return "SYN_RECEIVED";
-    case S::kEstablished: return "ESTABLISHED";
-    case S::kFinWait1: return "FIN_WAIT_1";
-    case S::kFinWait2: return "FIN_WAIT_2";
-    case S::kClosing: return "CLOSING";
-    case S::kTimeWait: return "TIME_WAIT";
-    case S::kCloseWait: return "CLOSE_WAIT";
-    case S::kLastAck: return "LAST_ACK";
+    case S::kClosed:
+      return "CLOSED";
+    case S::kListen:
+      return "LISTEN";
+    case S::kSynSent:
+      return "SYN_SENT";
+    case S::kSynReceived:
+      return "SYN_RECEIVED";
+    case S::kEstablished:
+      return "ESTABLISHED";
+    case S::kFinWait1:
+      return "FIN_WAIT_1";
+    case S::kFinWait2:
+      return "FIN_WAIT_2";
+    case S::kClosing:
+      return "CLOSING";
+    case S::kTimeWait:
+      return "TIME_WAIT";
+    case S::kCloseWait:
+      return "CLOSE_WAIT";
+    case S::kLastAck:
+      return "LAST_ACK";
   }
   return "unknown state";
 }
 
 std::string_view to_string(StreamEvent e) noexcept {
   switch (e) {
-    case E::kConnect: return "connect";
-    case E::kListen: return "listen";
-    case E::kRecvSyn: return "recv SYN";
-    case E::kRecvSynAck: return "recv SYN-ACK";
-    case E::kRecvAckOfSyn: return "recv ACK of SYN";
-    case E::kRecvFin: return "recv FIN";
-    case E::kRecvAckOfFin: return "recv ACK of FIN";
-    case E::kClose: return "close";
-    case E::kRecvRst: return "recv RST";
-    case E::kAbort: return "abort";
-    case E::kTimeout: return "timeout";
+    case E::kConnect:
+      return "connect";
+    case E::kListen:
+      return "listen";
+    case E::kRecvSyn:
+      return "recv SYN";
+    case E::kRecvSynAck:
+      return "recv SYN-ACK";
+    case E::kRecvAckOfSyn:
+      return "recv ACK of SYN";
+    case E::kRecvFin:
+      return "recv FIN";
+    case E::kRecvAckOfFin:
+      return "recv ACK of FIN";
+    case E::kClose:
+      return "close";
+    case E::kRecvRst:
+      return "recv RST";
+    case E::kAbort:
+      return "abort";
+    case E::kTimeout:
+      return "timeout";
   }
   return "unknown event";
 }

@@ -15,12 +15,14 @@ constexpr std::uint64_t zero_copy_tag(ConnId c, std::uint32_t serial) noexcept {
 
 }  // namespace
 
-Status StreamEndpoint::send_zero_copy(ConnId id, std::span<const std::byte> data, std::uint64_t tag) noexcept {
+Status StreamEndpoint::send_zero_copy(ConnId id, std::span<const std::byte> data,
+                                      std::uint64_t tag) noexcept {
   Conn* c = get(id);
   if (!c) return Status::kNotFound;
   if (net_->config().mode != core::Mode::kDirectAccess) return Status::kInvalidState;
   if (c->error != Status::kOk) return c->error;
-  if ((c->state != StreamState::kEstablished && c->state != StreamState::kCloseWait) || c->fin_queued)
+  if ((c->state != StreamState::kEstablished && c->state != StreamState::kCloseWait) ||
+      c->fin_queued)
     return Status::kInvalidState;
   if (data.empty() || data.size() > c->smask + 1) return Status::kInvalidArgument;
   const auto n = static_cast<std::uint32_t>(data.size());
@@ -44,10 +46,12 @@ Status StreamEndpoint::zero_copy_completion(ZeroCopyCompletion& out) noexcept {
 
 // A segment of `h.seq` and `len` bytes, all inside one zero-copy send (output() cuts segments at
 // their edges): the encoded header and the application's bytes gathered into one message.
-Status StreamEndpoint::send_pinned(Conn& c, PinnedSend& z, const SegmentHeader& h, std::uint32_t len) noexcept {
+Status StreamEndpoint::send_pinned(Conn& c, PinnedSend& z, const SegmentHeader& h,
+                                   std::uint32_t len) noexcept {
   std::array<std::byte, kSegmentHeaderBytes> head;
   if (Status s = encode(h, len, head); s != Status::kOk) return s;
-  const Status s = net_->send_from(c.peer, head, z.addr + (h.seq - z.start), len, zero_copy_tag(c.id, z.serial));
+  const Status s =
+      net_->send_from(c.peer, head, z.addr + (h.seq - z.start), len, zero_copy_tag(c.id, z.serial));
   if (s != Status::kOk) return s;
   ++z.in_flight;
   ++c.stats.zero_copy_segments;

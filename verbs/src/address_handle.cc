@@ -26,7 +26,8 @@ AddressHandle::AddressHandle(std::shared_ptr<ProtectionDomain> pd, const RemoteP
     : pd_(std::move(pd)) {
   ibv_ah_attr a = make_ah_attr(remote);
   ah_ = ibv_create_ah(pd_->native(), &a);
-  if (!ah_) throw_error("ibv_create_ah", pd_->context().name() + " -> " + remote.gid.to_string(), errno);
+  if (!ah_)
+    throw_error("ibv_create_ah", pd_->context().name() + " -> " + remote.gid.to_string(), errno);
 }
 
 AddressHandle::~AddressHandle() { ibv_destroy_ah(ah_); }

@@ -13,23 +13,40 @@ namespace unet::verbs {
 
 AsyncKind to_async_kind(ibv_event_type type) noexcept {
   switch (type) {
-    case IBV_EVENT_CQ_ERR: return AsyncKind::kCqError;
-    case IBV_EVENT_QP_FATAL: return AsyncKind::kQpFatal;
-    case IBV_EVENT_QP_REQ_ERR: return AsyncKind::kQpRequestError;
-    case IBV_EVENT_QP_ACCESS_ERR: return AsyncKind::kQpAccessError;
-    case IBV_EVENT_QP_LAST_WQE_REACHED: return AsyncKind::kQpLastWqe;
-    case IBV_EVENT_COMM_EST: return AsyncKind::kCommEstablished;
-    case IBV_EVENT_SRQ_ERR: return AsyncKind::kSrqError;
-    case IBV_EVENT_SRQ_LIMIT_REACHED: return AsyncKind::kSrqLimit;
-    case IBV_EVENT_PORT_ACTIVE: return AsyncKind::kPortActive;
-    case IBV_EVENT_PORT_ERR: return AsyncKind::kPortError;
-    case IBV_EVENT_LID_CHANGE: return AsyncKind::kLidChange;
-    case IBV_EVENT_PKEY_CHANGE: return AsyncKind::kPkeyChange;
-    case IBV_EVENT_GID_CHANGE: return AsyncKind::kGidChange;
-    case IBV_EVENT_SM_CHANGE: return AsyncKind::kSmChange;
-    case IBV_EVENT_CLIENT_REREGISTER: return AsyncKind::kClientReregister;
-    case IBV_EVENT_DEVICE_FATAL: return AsyncKind::kDeviceFatal;
-    default: return AsyncKind::kOther;
+    case IBV_EVENT_CQ_ERR:
+      return AsyncKind::kCqError;
+    case IBV_EVENT_QP_FATAL:
+      return AsyncKind::kQpFatal;
+    case IBV_EVENT_QP_REQ_ERR:
+      return AsyncKind::kQpRequestError;
+    case IBV_EVENT_QP_ACCESS_ERR:
+      return AsyncKind::kQpAccessError;
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      return AsyncKind::kQpLastWqe;
+    case IBV_EVENT_COMM_EST:
+      return AsyncKind::kCommEstablished;
+    case IBV_EVENT_SRQ_ERR:
+      return AsyncKind::kSrqError;
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      return AsyncKind::kSrqLimit;
+    case IBV_EVENT_PORT_ACTIVE:
+      return AsyncKind::kPortActive;
+    case IBV_EVENT_PORT_ERR:
+      return AsyncKind::kPortError;
+    case IBV_EVENT_LID_CHANGE:
+      return AsyncKind::kLidChange;
+    case IBV_EVENT_PKEY_CHANGE:
+      return AsyncKind::kPkeyChange;
+    case IBV_EVENT_GID_CHANGE:
+      return AsyncKind::kGidChange;
+    case IBV_EVENT_SM_CHANGE:
+      return AsyncKind::kSmChange;
+    case IBV_EVENT_CLIENT_REREGISTER:
+      return AsyncKind::kClientReregister;
+    case IBV_EVENT_DEVICE_FATAL:
+      return AsyncKind::kDeviceFatal;
+    default:
+      return AsyncKind::kOther;
   }
 }
 
@@ -44,17 +61,24 @@ AsyncEvent to_async_event(const ibv_async_event& e) noexcept {
     case AsyncKind::kCommEstablished:
       out.qp_num = e.element.qp ? e.element.qp->qp_num : 0;
       break;
-    case AsyncKind::kCqError: out.cq = e.element.cq; break;
+    case AsyncKind::kCqError:
+      out.cq = e.element.cq;
+      break;
     case AsyncKind::kSrqError:
-    case AsyncKind::kSrqLimit: out.srq = e.element.srq; break;
+    case AsyncKind::kSrqLimit:
+      out.srq = e.element.srq;
+      break;
     case AsyncKind::kPortActive:
     case AsyncKind::kPortError:
     case AsyncKind::kLidChange:
     case AsyncKind::kPkeyChange:
     case AsyncKind::kGidChange:
     case AsyncKind::kSmChange:
-    case AsyncKind::kClientReregister: out.port = static_cast<std::uint8_t>(e.element.port_num); break;
-    default: break;
+    case AsyncKind::kClientReregister:
+      out.port = static_cast<std::uint8_t>(e.element.port_num);
+      break;
+    default:
+      break;
   }
   return out;
 }

@@ -12,7 +12,8 @@ CompletionQueue::CompletionQueue(std::shared_ptr<Context> ctx, std::uint32_t cqe
     : ctx_(std::move(ctx)), channel_(std::move(channel)) {
   int n = static_cast<int>(Context::clamp(cqe, ctx_->limits().max_cqe));
   cq_ = ibv_create_cq(ctx_->native(), n, this, channel_ ? channel_->native() : nullptr, 0);
-  if (!cq_) throw_error("ibv_create_cq", ctx_->name() + ", " + std::to_string(n) + " entries", errno);
+  if (!cq_)
+    throw_error("ibv_create_cq", ctx_->name() + ", " + std::to_string(n) + " entries", errno);
 }
 
 CompletionQueue::~CompletionQueue() { ibv_destroy_cq(cq_); }

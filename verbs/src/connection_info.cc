@@ -40,7 +40,8 @@ class Reader {
   bool dec(std::uint64_t& out) {
     std::size_t i = 0;
     std::uint64_t v = 0;
-    while (i < s_.size() && i < 5 && s_[i] >= '0' && s_[i] <= '9') v = v * 10 + static_cast<std::uint64_t>(s_[i++] - '0');
+    while (i < s_.size() && i < 5 && s_[i] >= '0' && s_[i] <= '9')
+      v = v * 10 + static_cast<std::uint64_t>(s_[i++] - '0');
     if (i == 0 || (i < s_.size() && s_[i] >= '0' && s_[i] <= '9')) return false;
     if (i > 1 && s_[0] == '0') return false;
     s_.remove_prefix(i);

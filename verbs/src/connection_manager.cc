@@ -91,19 +91,23 @@ rdma_conn_param conn_param(const CmParams& p, const ProtectionDomain& pd, const 
 
 std::vector<std::byte> private_data_of(const rdma_cm_event* ev) {
   const auto* p = static_cast<const std::byte*>(ev->param.conn.private_data);
-  return p ? std::vector<std::byte>(p, p + ev->param.conn.private_data_len) : std::vector<std::byte>{};
+  return p ? std::vector<std::byte>(p, p + ev->param.conn.private_data_len)
+           : std::vector<std::byte>{};
 }
 
 }  // namespace
 
 void CmConnection::create_qp(std::shared_ptr<ProtectionDomain> pd, const QpConfig& config) {
   std::string object = "rdma_cm id";
-  if (config.type != QpType::kRc) throw_error("rdma_create_qp", object, EINVAL, "only RC is supported");
+  if (config.type != QpType::kRc)
+    throw_error("rdma_create_qp", object, EINVAL, "only RC is supported");
   if (id_->verbs != pd->context().native())
-    throw_error("rdma_create_qp", object, EINVAL,
-                "the address resolves to a different device than the PD's (" + pd->context().name() + ")");
+    throw_error(
+        "rdma_create_qp", object, EINVAL,
+        "the address resolves to a different device than the PD's (" + pd->context().name() + ")");
   ibv_qp_init_attr attr = make_qp_init_attr(pd->context(), config, object);
-  if (!create_shrinking(attr, [&](ibv_qp_init_attr& a) { return rdma_create_qp(id_, pd->native(), &a) == 0; }))
+  if (!create_shrinking(
+          attr, [&](ibv_qp_init_attr& a) { return rdma_create_qp(id_, pd->native(), &a) == 0; }))
     throw_error("rdma_create_qp", object, errno);
   qp_.emplace(QueuePair::Adopt{}, std::move(pd), config, id_->qp);
 }
@@ -151,10 +155,13 @@ Status CmConnection::close(std::chrono::milliseconds timeout) noexcept {
 CmOutcome established_event(rdma_cm_event_type type) noexcept {
   switch (type) {
     case RDMA_CM_EVENT_DISCONNECTED:
-    case RDMA_CM_EVENT_DEVICE_REMOVAL: return CmOutcome::kEnded;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+      return CmOutcome::kEnded;
     case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-    case RDMA_CM_EVENT_ADDR_CHANGE: return CmOutcome::kNothing;
-    default: return CmOutcome::kUnexpected;
+    case RDMA_CM_EVENT_ADDR_CHANGE:
+      return CmOutcome::kNothing;
+    default:
+      return CmOutcome::kUnexpected;
   }
 }
 
@@ -165,9 +172,12 @@ Status CmConnection::wait_disconnected(std::chrono::milliseconds timeout) noexce
       Event ev;
       if (!next_event(channel_, deadline.left(), ev)) return Status::kTimeout;
       switch (established_event(ev.ev->event)) {
-        case CmOutcome::kNothing: continue;
-        case CmOutcome::kUnexpected: return Status::kInvalidState;
-        case CmOutcome::kEnded: break;
+        case CmOutcome::kNothing:
+          continue;
+        case CmOutcome::kUnexpected:
+          return Status::kInvalidState;
+        case CmOutcome::kEnded:
+          break;
       }
       connected_ = false;
       qp_->mark_state(QpState::kError);
@@ -183,7 +193,8 @@ CmListener::CmListener(std::string_view host, std::uint16_t port, int backlog) {
   std::string object = "rdma_cm listener " + std::string(host) + ":" + std::to_string(port);
   channel_ = make_channel(object);
   try {
-    if (rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP) != 0) throw_error("rdma_create_id", object, errno);
+    if (rdma_create_id(channel_, &id_, nullptr, RDMA_PS_TCP) != 0)
+      throw_error("rdma_create_id", object, errno);
     // An address given picks its family (IPv6: "fe80::1%eth0" or a global one); none listens on
     // every IPv4 address, as before.
     AddrInfo ai(host, port, host.empty() ? AF_INET : AF_UNSPEC, true);
@@ -228,7 +239,8 @@ std::unique_ptr<CmConnection> CmListener::accept(std::shared_ptr<ProtectionDomai
   }
   // Give the connection its own channel so its events never interleave with the listener's.
   conn->channel_ = make_channel(object);
-  if (rdma_migrate_id(conn->id_, conn->channel_) != 0) throw_error("rdma_migrate_id", object, errno);
+  if (rdma_migrate_id(conn->id_, conn->channel_) != 0)
+    throw_error("rdma_migrate_id", object, errno);
   conn->set_established();
   return conn;
 }

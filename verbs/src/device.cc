@@ -20,11 +20,16 @@ struct DeviceList {
 
 std::uint32_t mtu_bytes(ibv_mtu m) {
   switch (m) {
-    case IBV_MTU_256: return 256;
-    case IBV_MTU_512: return 512;
-    case IBV_MTU_1024: return 1024;
-    case IBV_MTU_2048: return 2048;
-    case IBV_MTU_4096: return 4096;
+    case IBV_MTU_256:
+      return 256;
+    case IBV_MTU_512:
+      return 512;
+    case IBV_MTU_1024:
+      return 1024;
+    case IBV_MTU_2048:
+      return 2048;
+    case IBV_MTU_4096:
+      return 4096;
   }
   return 0;
 }
@@ -85,7 +90,8 @@ std::shared_ptr<Context> Context::open(std::string_view name) {
     return std::make_shared<Context>(Private{}, ctx, true, nullptr, dev);
   }
   std::string have;
-  for (int i = 0; i < d.n; ++i) have += std::string(have.empty() ? "" : ", ") + ibv_get_device_name(d.list[i]);
+  for (int i = 0; i < d.n; ++i)
+    have += std::string(have.empty() ? "" : ", ") + ibv_get_device_name(d.list[i]);
   throw_error("Context::open", want, ENODEV, "no such device (present: " + have + ")");
 }
 

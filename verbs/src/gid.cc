@@ -82,9 +82,12 @@ namespace {
 
 GidType to_gid_type(std::uint32_t t) {
   switch (t) {
-    case IBV_GID_TYPE_ROCE_V1: return GidType::kRoceV1;
-    case IBV_GID_TYPE_ROCE_V2: return GidType::kRoceV2;
-    default: return GidType::kIb;
+    case IBV_GID_TYPE_ROCE_V1:
+      return GidType::kRoceV1;
+    case IBV_GID_TYPE_ROCE_V2:
+      return GidType::kRoceV2;
+    default:
+      return GidType::kIb;
   }
 }
 
@@ -98,7 +101,8 @@ int score(const GidEntry& e) {
 }  // namespace
 
 std::optional<GidEntry> choose_gid(const std::vector<GidRow>& table, std::uint8_t port,
-                                   std::optional<std::uint32_t> index, std::optional<std::uint32_t> ifindex) {
+                                   std::optional<std::uint32_t> index,
+                                   std::optional<std::uint32_t> ifindex) {
   std::optional<GidEntry> best;
   for (const GidRow& r : table) {
     const GidEntry& e = r.entry;
@@ -107,7 +111,8 @@ std::optional<GidEntry> choose_gid(const std::vector<GidRow>& table, std::uint8_
       if (e.index == *index) return e;
       continue;
     }
-    if (!best || score(e) > score(*best) || (score(e) == score(*best) && e.index < best->index)) best = e;
+    if (!best || score(e) > score(*best) || (score(e) == score(*best) && e.index < best->index))
+      best = e;
   }
   return best;
 }
@@ -118,12 +123,14 @@ GidEntry select_gid(const Context& ctx, std::uint8_t port, std::optional<std::ui
   std::optional<std::uint32_t> ifindex;
   if (!netdev.empty()) {
     const unsigned i = ::if_nametoindex(std::string(netdev).c_str());
-    if (i == 0) throw_error("select_gid", object, ENODEV, "no netdev named '" + std::string(netdev) + "'");
+    if (i == 0)
+      throw_error("select_gid", object, ENODEV, "no netdev named '" + std::string(netdev) + "'");
     ifindex = i;
   }
   // The table holds every port's entries: room for all of them.
   std::size_t rows = 0;
-  for (std::uint8_t p = 1; p <= ctx.limits().phys_port_cnt; ++p) rows += std::max<std::uint32_t>(ctx.port(p).gid_table_len, 1);
+  for (std::uint8_t p = 1; p <= ctx.limits().phys_port_cnt; ++p)
+    rows += std::max<std::uint32_t>(ctx.port(p).gid_table_len, 1);
   std::vector<ibv_gid_entry> raw(std::max<std::size_t>(rows, 1));
   const ssize_t n = ibv_query_gid_table(ctx.native(), raw.data(), raw.size(), 0);
   if (n < 0) throw_error("ibv_query_gid_table", object, static_cast<int>(-n));

@@ -15,8 +15,9 @@ MemoryRegion::MemoryRegion(std::shared_ptr<ProtectionDomain> pd, void* addr, std
     throw_error("ibv_reg_mr", object, EINVAL, "null address or zero length");
   mr_ = ibv_reg_mr(pd_->native(), addr, length, access);
   if (!mr_)
-    throw_error("ibv_reg_mr", object, errno,
-                errno == ENOMEM || errno == EPERM ? "is `ulimit -l` (locked memory) large enough?" : "");
+    throw_error(
+        "ibv_reg_mr", object, errno,
+        errno == ENOMEM || errno == EPERM ? "is `ulimit -l` (locked memory) large enough?" : "");
 }
 
 MemoryRegion::~MemoryRegion() { ibv_dereg_mr(mr_); }

@@ -13,9 +13,12 @@ namespace {
 
 const char* type_name(QpType t) {
   switch (t) {
-    case QpType::kRc: return "RC";
-    case QpType::kUc: return "UC";
-    case QpType::kUd: return "UD";
+    case QpType::kRc:
+      return "RC";
+    case QpType::kUc:
+      return "UC";
+    case QpType::kUd:
+      return "UD";
   }
   return "?";
 }
@@ -32,14 +35,18 @@ ibv_mtu to_ibv_mtu(std::uint32_t bytes) {
 
 ibv_qp_type to_ibv(QpType t) noexcept {
   switch (t) {
-    case QpType::kRc: return IBV_QPT_RC;
-    case QpType::kUc: return IBV_QPT_UC;
-    case QpType::kUd: return IBV_QPT_UD;
+    case QpType::kRc:
+      return IBV_QPT_RC;
+    case QpType::kUc:
+      return IBV_QPT_UC;
+    case QpType::kUd:
+      return IBV_QPT_UD;
   }
   return IBV_QPT_RC;
 }
 
-ibv_qp_init_attr make_qp_init_attr(Context& ctx, const QpConfig& config, const std::string& object) {
+ibv_qp_init_attr make_qp_init_attr(Context& ctx, const QpConfig& config,
+                                   const std::string& object) {
   if (!config.send_cq) throw_error("create QP", object, EINVAL, "no send CQ given");
   const DeviceLimits& l = ctx.limits();
   ibv_qp_init_attr attr{};
@@ -53,12 +60,14 @@ ibv_qp_init_attr make_qp_init_attr(Context& ctx, const QpConfig& config, const s
   attr.cap.max_send_sge = Context::clamp(config.max_send_sge, l.max_sge);
   attr.cap.max_recv_sge = config.srq ? 0 : Context::clamp(config.max_recv_sge, l.max_sge);
   attr.cap.max_inline_data =
-      config.max_inline_data ? std::min(config.max_inline_data, ctx.max_inline_data(attr.qp_type)) : 0;
+      config.max_inline_data ? std::min(config.max_inline_data, ctx.max_inline_data(attr.qp_type))
+                             : 0;
   return attr;
 }
 
 bool shrink_send_queue(ibv_qp_cap& cap, int err) noexcept {
-  if ((err != EINVAL && err != ENOMEM) || cap.max_inline_data == 0 || cap.max_send_wr <= 16) return false;
+  if ((err != EINVAL && err != ENOMEM) || cap.max_inline_data == 0 || cap.max_send_wr <= 16)
+    return false;
   cap.max_send_wr = std::max<std::uint32_t>(cap.max_send_wr / 2, 16);
   return true;
 }
@@ -72,13 +81,15 @@ QueuePair::QueuePair(std::shared_ptr<ProtectionDomain> pd, const QpConfig& confi
       has_srq_(config.srq != nullptr) {
   std::string object = pd_->context().name() + " " + type_name(type_) + " QP";
   ibv_qp_init_attr attr = make_qp_init_attr(pd_->context(), config, object);
-  qp_ = create_shrinking(attr, [&](ibv_qp_init_attr& a) { return ibv_create_qp(pd_->native(), &a); });
+  qp_ =
+      create_shrinking(attr, [&](ibv_qp_init_attr& a) { return ibv_create_qp(pd_->native(), &a); });
   if (!qp_) throw_error("ibv_create_qp", object, errno);
-  caps_ = {attr.cap.max_send_wr, attr.cap.max_recv_wr, attr.cap.max_send_sge,
-           attr.cap.max_recv_sge, attr.cap.max_inline_data};
+  caps_ = {attr.cap.max_send_wr, attr.cap.max_recv_wr, attr.cap.max_send_sge, attr.cap.max_recv_sge,
+           attr.cap.max_inline_data};
 }
 
-QueuePair::QueuePair(Adopt, std::shared_ptr<ProtectionDomain> pd, const QpConfig& config, ibv_qp* qp)
+QueuePair::QueuePair(Adopt, std::shared_ptr<ProtectionDomain> pd, const QpConfig& config,
+                     ibv_qp* qp)
     : pd_(std::move(pd)),
       send_cq_(config.send_cq),
       recv_cq_(config.recv_cq ? config.recv_cq : config.send_cq),
@@ -117,8 +128,8 @@ ConnectionInfo QueuePair::local_info(const PathParams& path) const {
 
 void QueuePair::modify(ibv_qp_attr& attr, int mask, QpState next, const char* what) {
   if (int rc = ibv_modify_qp(qp_, &attr, mask)) {
-    throw_error("ibv_modify_qp", pd_->context().name() + " " + type_name(type_) + " QP " +
-                                     std::to_string(qp_num()),
+    throw_error("ibv_modify_qp",
+                pd_->context().name() + " " + type_name(type_) + " QP " + std::to_string(qp_num()),
                 rc, what);
   }
   state_ = next;
@@ -210,11 +221,21 @@ Status QueuePair::refresh_state() noexcept {
   ibv_qp_init_attr init{};
   if (ibv_query_qp(qp_, &a, IBV_QP_STATE, &init) != 0) return Status::kDeviceError;
   switch (a.qp_state) {
-    case IBV_QPS_RESET: state_ = QpState::kReset; break;
-    case IBV_QPS_INIT: state_ = QpState::kInit; break;
-    case IBV_QPS_RTR: state_ = QpState::kRtr; break;
-    case IBV_QPS_RTS: state_ = QpState::kRts; break;
-    default: state_ = QpState::kError; break;  // ERR, SQE, SQD: sends do not go out
+    case IBV_QPS_RESET:
+      state_ = QpState::kReset;
+      break;
+    case IBV_QPS_INIT:
+      state_ = QpState::kInit;
+      break;
+    case IBV_QPS_RTR:
+      state_ = QpState::kRtr;
+      break;
+    case IBV_QPS_RTS:
+      state_ = QpState::kRts;
+      break;
+    default:
+      state_ = QpState::kError;
+      break;  // ERR, SQE, SQD: sends do not go out
   }
   return Status::kOk;
 }

@@ -52,12 +52,12 @@ inline constexpr std::uint32_t kDefaultMaxPostedBuffers = 4096;
 
 // What the plan needs to know of the device and the host (plan_for() reads them).
 struct DeviceFacts {
-  std::string name;                  // the device the rank opens ("" = the first)
-  std::uint32_t mtu = 1024;          // the port's active MTU: UD's buffer size
+  std::string name;                   // the device the rank opens ("" = the first)
+  std::uint32_t mtu = 1024;           // the port's active MTU: UD's buffer size
   std::uint32_t max_qp = UINT32_MAX;  // device-wide, as max_ah
   std::uint32_t max_ah = UINT32_MAX;
   std::uint32_t max_cqe = UINT32_MAX;
-  std::uint32_t max_recv_wr = UINT32_MAX;  // RC: the SRQ's max_srq_wr; UD: the QP's max_qp_wr
+  std::uint32_t max_recv_wr = UINT32_MAX;    // RC: the SRQ's max_srq_wr; UD: the QP's max_qp_wr
   std::uint64_t memlock_bytes = UINT64_MAX;  // RLIMIT_MEMLOCK (UINT64_MAX: unlimited or exempt)
 };
 
@@ -67,18 +67,18 @@ struct PlanRequest {
   core::Mode mode = core::Mode::kDirectAccess;  // direct access: uam's store() and get() (RC)
   int ranks = 2;                                // plan_for() sets it to the job's size
   int ranks_per_device = 1;  // of this node on this rank's device (plan_for() counts them)
-  std::size_t max_pinned_bytes = 64u << 20;     // direct access: the registration cache's bound
+  std::size_t max_pinned_bytes = 64u << 20;  // direct access: the registration cache's bound
   std::uint32_t max_posted_buffers = kDefaultMaxPostedBuffers;  // the receive-buffer budget
 };
 
 // The endpoint of one rank and what it costs.
 struct EndpointPlan {
   core::EndpointConfig net;
-  uam::Config am;                   // am.window: W
-  std::uint32_t per_channel = 0;    // c(W): posted buffers one channel holds
-  std::size_t segment_bytes = 0;    // pinned by the segment
-  std::size_t ring_bytes = 0;       // RC: pinned by the ring channels
-  std::size_t pinned_bytes = 0;     // segment + rings + registration cache bound + operation heads
+  uam::Config am;                 // am.window: W
+  std::uint32_t per_channel = 0;  // c(W): posted buffers one channel holds
+  std::size_t segment_bytes = 0;  // pinned by the segment
+  std::size_t ring_bytes = 0;     // RC: pinned by the ring channels
+  std::size_t pinned_bytes = 0;   // segment + rings + registration cache bound + operation heads
 };
 
 // The plan for `request` on `device` (a pure function: no device is opened). Throws Error saying

@@ -53,7 +53,7 @@ class Job {
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  int rank() const noexcept { return rank_; }              // 0 .. size()-1
+  int rank() const noexcept { return rank_; }  // 0 .. size()-1
   int size() const noexcept { return size_; }
   int local_rank() const noexcept { return local_rank_; }  // among the ranks on this node, from 0
   int local_size() const noexcept { return local_size_; }

@@ -7,7 +7,8 @@
 //
 //   spare --take_spare--> application --queue_send--> send queue --send_done--> spare
 //   free queue --arrived--> application --release--> free queue
-//   application --give_back--> spare  (a buffer the endpoint does not repost: the free queue is full)
+//   application --give_back--> spare  (a buffer the endpoint does not repost: the free queue is
+//   full)
 //
 // A move from the wrong state is refused with a Status and changes nothing, so a buffer can never
 // be both on the free queue and in flight, and a double release is caught. Pure logic, no device;
@@ -30,7 +31,8 @@ enum class BufferOwner : std::uint8_t { kSpare, kApplication, kSendQueue, kFreeQ
 class BufferTable {
  public:
   // `count` buffers, all spare.
-  explicit BufferTable(std::uint32_t count) : owner_(count, BufferOwner::kSpare), spare_(count ? count : 1) {
+  explicit BufferTable(std::uint32_t count)
+      : owner_(count, BufferOwner::kSpare), spare_(count ? count : 1) {
     for (BufferId b = 0; b < count; ++b) (void)spare_.push(b);
   }
 
@@ -52,7 +54,9 @@ class BufferTable {
     return s;
   }
   // application -> send queue.
-  Status queue_send(BufferId b) noexcept { return move(b, BufferOwner::kApplication, BufferOwner::kSendQueue); }
+  Status queue_send(BufferId b) noexcept {
+    return move(b, BufferOwner::kApplication, BufferOwner::kSendQueue);
+  }
   // send queue -> spare (the send completed, or failed and was reported).
   Status send_done(BufferId b) noexcept {
     Status s = move(b, BufferOwner::kSendQueue, BufferOwner::kSpare);
@@ -95,7 +99,7 @@ class BufferTable {
   }
 
   std::vector<BufferOwner> owner_;
-  DescriptorRing<BufferId> spare_;  // exactly the spare buffers
+  DescriptorRing<BufferId> spare_;   // exactly the spare buffers
   std::uint32_t in_free_queue_ = 0;  // buffers owned by kFreeQueue
 };
 

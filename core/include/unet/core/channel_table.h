@@ -12,8 +12,8 @@
 #include <unordered_map>
 
 #include "unet/core/descriptor.h"
-#include "unet/verbs/gid.h"
 #include "unet/status.h"
+#include "unet/verbs/gid.h"
 
 namespace unet::core {
 
@@ -46,7 +46,9 @@ class ChannelTable {
     return add_to(ud_, tag, ch);
   }
   // Removes a tag; kNotFound if absent.
-  Status remove(std::uint32_t rc_qpn) noexcept { return rc_.erase(rc_qpn) ? Status::kOk : Status::kNotFound; }
+  Status remove(std::uint32_t rc_qpn) noexcept {
+    return rc_.erase(rc_qpn) ? Status::kOk : Status::kNotFound;
+  }
   Status remove(const UdTag& tag) noexcept {
     last_valid_ = false;
     return ud_.erase(tag) ? Status::kOk : Status::kNotFound;

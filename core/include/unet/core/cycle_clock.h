@@ -36,14 +36,17 @@ class CycleClock {
 
   // Conversions with this calibration: ticks to microseconds, a duration to ticks, and the
   // rate itself.
-  double to_us(std::uint64_t ticks) const noexcept { return static_cast<double>(ticks) / ticks_per_us_; }
+  double to_us(std::uint64_t ticks) const noexcept {
+    return static_cast<double>(ticks) / ticks_per_us_;
+  }
   std::uint64_t ticks(std::chrono::microseconds d) const noexcept {
     return static_cast<std::uint64_t>(static_cast<double>(d.count()) * ticks_per_us_);
   }
   double ticks_per_us() const noexcept { return ticks_per_us_; }
   // Ticks since an arbitrary origin as nanoseconds.
   std::chrono::nanoseconds to_ns(std::uint64_t ticks) const noexcept {
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(ticks) * 1000.0 / ticks_per_us_));
+    return std::chrono::nanoseconds(
+        static_cast<std::int64_t>(static_cast<double>(ticks) * 1000.0 / ticks_per_us_));
   }
 
  private:

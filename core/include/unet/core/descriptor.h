@@ -37,8 +37,8 @@ struct alignas(64) Descriptor {
   BufferId buffer = kNoBuffer;     // segment buffer holding the payload (unless kInline)
   std::uint16_t flags = 0;
   std::uint16_t reserved = 0;
-  std::uint32_t imm = 0;           // immediate data (valid when kImm)
-  std::byte data[kInlineBytes];    // inline payload (valid for `length` bytes when kInline)
+  std::uint32_t imm = 0;         // immediate data (valid when kImm)
+  std::byte data[kInlineBytes];  // inline payload (valid for `length` bytes when kInline)
 
   bool is_inline() const noexcept { return flags & kInline; }
   std::span<const std::byte> inline_payload() const noexcept { return {data, length}; }
@@ -83,8 +83,8 @@ inline void compose_inline(Descriptor& d, ChannelId ch, std::span<const std::byt
 }
 
 // Composes a send descriptor naming segment buffer `b` (the endpoint's send() path).
-inline void compose_buffer(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
-                           std::uint32_t imm) noexcept {
+inline void compose_buffer(Descriptor& d, ChannelId ch, BufferId b, std::uint32_t length,
+                           std::uint16_t flags, std::uint32_t imm) noexcept {
   d.channel = ch;
   d.length = length;
   d.buffer = b;

@@ -55,7 +55,9 @@ class DescriptorRing {
     return &slots_[t & mask_];
   }
   // Producer: publishes the slot returned by the last reserve().
-  void commit() noexcept { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void commit() noexcept {
+    tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
 
   // Consumer: the oldest entry, or nullptr when empty. Valid until pop().
   T* front() noexcept {
@@ -64,7 +66,9 @@ class DescriptorRing {
     return &slots_[h & mask_];
   }
   // Consumer: the entry `i` places behind the oldest (i < size()).
-  T& at(std::uint32_t i) noexcept { return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_]; }
+  T& at(std::uint32_t i) noexcept {
+    return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_];
+  }
   // Consumer: drops the oldest `n` entries (n <= size()).
   void pop(std::uint32_t n = 1) noexcept {
     head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);

@@ -93,9 +93,9 @@ class EndpointMux {
   // What the mux and its emulated endpoints cost, for comparing with one real endpoint each.
   struct Resources {
     std::size_t emulated_endpoints = 0;
-    std::uint32_t queue_pairs = 0;        // of the one real endpoint
-    std::size_t pinned_bytes = 0;         // the real endpoint's segment
-    std::size_t emulation_bytes = 0;      // host memory of the emulated endpoints themselves
+    std::uint32_t queue_pairs = 0;    // of the one real endpoint
+    std::size_t pinned_bytes = 0;     // the real endpoint's segment
+    std::size_t emulation_bytes = 0;  // host memory of the emulated endpoints themselves
   };
   Resources resources() const noexcept;
   // Arrivals without ids or for an emulated endpoint that does not exist, dropped.

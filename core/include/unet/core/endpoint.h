@@ -67,7 +67,7 @@ enum class Mode : std::uint8_t { kBaseLevel, kDirectAccess };
 // How to build an endpoint: device, transport, mode, and the sizes of the segment and queues.
 // Sizes are clamped to the device; a bad combination makes the constructor throw.
 struct EndpointConfig {
-  std::string device;                      // "" = the first device
+  std::string device;  // "" = the first device
   std::uint8_t port = 1;
   std::optional<std::uint32_t> gid_index;  // default: chosen like perftest
   // RoCE: choose among the GIDs of this netdev only ("eth0", or a VLAN's "eth0.100"); on a host
@@ -75,18 +75,18 @@ struct EndpointConfig {
   std::string netdev;
   Transport transport = Transport::kRc;
   Mode mode = Mode::kBaseLevel;
-  std::uint32_t buffer_bytes = 4096;       // one segment buffer
-  std::uint32_t buffers = 256;             // the segment holds buffers * buffer_bytes
-  std::uint32_t free_queue_depth = 128;    // buffers kept posted for arrivals (< buffers)
-  std::uint32_t send_queue_depth = 128;    // descriptors the send queue holds
-  std::uint32_t recv_queue_depth = 256;    // descriptors the receive queue holds
+  std::uint32_t buffer_bytes = 4096;     // one segment buffer
+  std::uint32_t buffers = 256;           // the segment holds buffers * buffer_bytes
+  std::uint32_t free_queue_depth = 128;  // buffers kept posted for arrivals (< buffers)
+  std::uint32_t send_queue_depth = 128;  // descriptors the send queue holds
+  std::uint32_t recv_queue_depth = 256;  // descriptors the receive queue holds
   std::uint32_t inline_threshold = Descriptor::kInlineBytes;  // clamped to the device's inline
   // Segment-buffer sends up to this many bytes (clamped to the device's inline limit; 0: none)
   // are posted with IBV_SEND_INLINE: the device copies them at post, so the buffer is spare again
   // at once and the send needs no completion.
   std::uint32_t inline_post_limit = 256;
   std::uint32_t max_channels = 64;
-  std::uint32_t signal_interval = 16;      // one signaled send in this many, per QP
+  std::uint32_t signal_interval = 16;  // one signaled send in this many, per QP
   // RC: how long a silent peer takes to be declared dead, about 4.096 us * 2^ack_timeout *
   // (retry_count + 1): 0.47 s with the defaults. retry_count 7 would mean "forever" on rxe.
   std::uint8_t ack_timeout = 14;
@@ -97,14 +97,14 @@ struct EndpointConfig {
   std::uint8_t rnr_retry = 7;
   // rdma_cm channels: how long close_channel() waits for the disconnect to complete.
   std::chrono::milliseconds disconnect_timeout{2000};
-  // RC ring channels (core/README.md, "Ring channels"): a channel (out of band or rdma_cm) grants its
-  // peer a ring of ring_slots slots of ring_slot_bytes in our memory (less when buffer_bytes is
+  // RC ring channels (core/README.md, "Ring channels"): a channel (out of band or rdma_cm) grants
+  // its peer a ring of ring_slots slots of ring_slot_bytes in our memory (less when buffer_bytes is
   // smaller: a slot carries at most max_message()); messages that fit a slot (ring_slot_bytes - 24
   // bytes) arrive by RDMA WRITE and poll() finds them there, with no receive buffer or
   // completion. ring_slots 0: no rings. At most max_rings channels have one (poll() reads each
   // ring; later channels are plain).
-  std::uint32_t ring_slots = 64;         // a power of two, 2..16384
-  std::uint32_t ring_slot_bytes = 256;   // a multiple of 8, 32..32768
+  std::uint32_t ring_slots = 64;        // a power of two, 2..16384
+  std::uint32_t ring_slot_bytes = 256;  // a multiple of 8, 32..32768
   std::uint32_t max_rings = 64;
   // Direct-access mode:
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
@@ -149,26 +149,26 @@ struct EndpointStats {
   // dropped: their buffer's GRH slot holds an earlier packet's (verbs/ud_source.h).
   std::uint64_t no_grh_drops = 0;
   std::uint64_t recv_overflow_drops = 0;  // arrivals dropped because the receive queue was full
-  std::uint64_t send_errors = 0;        // sends completed with an error
-  std::uint64_t doorbells = 0;          // post_send calls (each may carry many descriptors)
-  std::uint64_t reposts = 0;            // post_recv calls for the free queue
-  std::uint64_t upcalls = 0;            // arrivals handed to the upcall
-  std::uint64_t wakeups = 0;            // completion-channel events consumed
-  std::uint64_t ops_completed = 0;      // one-sided ops and zero-copy sends completed (any status)
-  std::uint64_t completion_drops = 0;   // completions lost because the completion queue was full
-  std::uint64_t qp_recoveries = 0;      // UD: the QP reset and back in RTS after it failed
-  std::uint64_t probes = 0;             // RC liveness probes queued (probe())
+  std::uint64_t send_errors = 0;          // sends completed with an error
+  std::uint64_t doorbells = 0;            // post_send calls (each may carry many descriptors)
+  std::uint64_t reposts = 0;              // post_recv calls for the free queue
+  std::uint64_t upcalls = 0;              // arrivals handed to the upcall
+  std::uint64_t wakeups = 0;              // completion-channel events consumed
+  std::uint64_t ops_completed = 0;     // one-sided ops and zero-copy sends completed (any status)
+  std::uint64_t completion_drops = 0;  // completions lost because the completion queue was full
+  std::uint64_t qp_recoveries = 0;     // UD: the QP reset and back in RTS after it failed
+  std::uint64_t probes = 0;            // RC liveness probes queued (probe())
   // Arrivals the device failed or flagged (a datagram longer than the buffer: a local length
   // error), dropped and their buffers reposted. UD: when it left the QP out of RTS, poll() brings
   // the QP back (qp_recoveries); RC: the channel it came on failed with it.
   std::uint64_t recv_errors = 0;
   // Ring channels:
-  std::uint64_t ring_sent = 0;          // messages written into a peer's ring (of `sent`)
-  std::uint64_t ring_received = 0;      // arrivals found in our rings (of `received` + `upcalls`)
-  std::uint64_t ring_fallbacks = 0;     // ring-channel messages sent by SEND (too large for a
-                                        // slot, no credit, the peer asleep, after an RDMA WRITE)
-  std::uint64_t ring_credit_writes = 0; // freed-slot totals written to a peer's credit word
-  std::uint64_t ring_sleeps = 0;        // arm(): looks at a ring peer's published count (READs)
+  std::uint64_t ring_sent = 0;           // messages written into a peer's ring (of `sent`)
+  std::uint64_t ring_received = 0;       // arrivals found in our rings (of `received` + `upcalls`)
+  std::uint64_t ring_fallbacks = 0;      // ring-channel messages sent by SEND (too large for a
+                                         // slot, no credit, the peer asleep, after an RDMA WRITE)
+  std::uint64_t ring_credit_writes = 0;  // freed-slot totals written to a peer's credit word
+  std::uint64_t ring_sleeps = 0;         // arm(): looks at a ring peer's published count (READs)
   std::uint64_t ring_protocol_errors = 0;  // malformed ring heads, impossible credits: dropped
   // The device's asynchronous events (service_channels()):
   std::uint64_t device_events = 0;  // read, ours or not (the device's queue is shared)
@@ -192,7 +192,7 @@ Status offer_info(std::string_view line, verbs::ConnectionInfo& out) noexcept;
 
 struct ChannelOffer {
   static constexpr std::size_t kMaxLine = 256;  // the longest `local`, newline included
-  std::string local;  // send this to the peer
+  std::string local;                            // send this to the peer
   std::uint32_t slot = 0;
   // Names the endpoint that made the offer (a random number of its own): only that endpoint
   // accepts it. It stays here; the peer never sees it.
@@ -243,8 +243,8 @@ class Endpoint {
   // a peer's malformed private data; EINVAL with a service_level set, which rdma_cm cannot take).
   std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
   ChannelId accept_cm(std::chrono::milliseconds timeout, const ChannelOptions& options = {});
-  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
-                       const ChannelOptions& options = {});
+  ChannelId connect_cm(std::string_view address, std::uint16_t port,
+                       std::chrono::milliseconds timeout, const ChannelOptions& options = {});
   // Closes a channel: later sends on it fail with kClosed and its arrivals are dropped as unknown.
   // An rdma_cm channel is also disconnected, so its peer sees the close; kTimeout when that took
   // longer than config().disconnect_timeout (the channel is closed all the same).
@@ -343,8 +343,8 @@ class Endpoint {
   // gathered with application data, neither copied into a segment buffer. head.size() + len must
   // fit max_message().
   static constexpr std::size_t kMaxSendHead = 64;
-  Status send_from(ChannelId ch, std::span<const std::byte> head, const void* local, std::uint32_t len,
-                   std::uint64_t tag) noexcept;
+  Status send_from(ChannelId ch, std::span<const std::byte> head, const void* local,
+                   std::uint32_t len, std::uint64_t tag) noexcept;
   // Pops the oldest operation completion; kNoResource when none.
   Status completion(OpCompletion& out) noexcept;
   // The registration cache's counters (pinned bytes, hits, evictions...).
@@ -357,7 +357,9 @@ class Endpoint {
   void forget(const void* addr, std::size_t len) noexcept;
 
   // --- resources: for layers above that reserve room, and for reports ---
-  std::uint32_t send_queue_space() const noexcept { return send_queue_.capacity() - send_queue_.size(); }
+  std::uint32_t send_queue_space() const noexcept {
+    return send_queue_.capacity() - send_queue_.size();
+  }
   std::uint32_t spare_buffers() const noexcept { return buffers_.spare(); }
   // Freed buffers are reposted as receives once this many wait, or by a poll() that reaped
   // nothing (so up to one fewer may be unposted at any time).
@@ -366,7 +368,8 @@ class Endpoint {
   // Rings allocated: of channels offered or open with one, and of closed ones whose slots the
   // application still holds (their memory goes with the last release()).
   std::uint32_t rings() const noexcept {
-    return ring_id_slots_ ? config_.max_rings - static_cast<std::uint32_t>(free_ring_ids_.size()) : 0;
+    return ring_id_slots_ ? config_.max_rings - static_cast<std::uint32_t>(free_ring_ids_.size())
+                          : 0;
   }
   // Arrivals name buffers below this id: segment buffers, then (ring channels) ring slots.
   BufferId buffer_id_limit() const noexcept { return config_.buffers + ring_id_slots_; }
@@ -396,7 +399,8 @@ class Endpoint {
 
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
   using CmConnect = std::function<std::unique_ptr<verbs::CmConnection>(const verbs::CmParams&)>;
-  ChannelId open_cm(std::chrono::milliseconds timeout, const ChannelOptions& options, const CmConnect& connect);
+  ChannelId open_cm(std::chrono::milliseconds timeout, const ChannelOptions& options,
+                    const CmConnect& connect);
   verbs::QpConfig rc_qp_config() const;
   inline Status push_buffer(ChannelId ch, BufferId b, std::uint32_t length, std::uint16_t flags,
                             std::uint32_t imm) noexcept;
@@ -414,7 +418,8 @@ class Endpoint {
   inline void build_wr(const Descriptor& d, Channel& ch, std::uint32_t n) noexcept;
   // reap() for the slow paths of other files (a UD QP's recovery drains the CQ with it).
   int reap_completions() noexcept;
-  void arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool imm, std::uint32_t imm_value) noexcept;
+  void arrived_upcall(ChannelId ch, BufferId b, std::uint32_t len, bool imm,
+                      std::uint32_t imm_value) noexcept;
   int repost_free_buffers() noexcept;
   void prepare_post_lists() noexcept;
   void retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept;
@@ -448,7 +453,8 @@ class Endpoint {
   std::span<std::byte> ring_slot(BufferId b) noexcept;
   inline bool ring_route(const Descriptor& d, RingChannel& r) noexcept;
   inline int post_lone(Descriptor& d, Channel& ch, Lane& lane) noexcept;
-  inline void build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n, std::uint32_t lane_seq) noexcept;
+  inline void build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n,
+                            std::uint32_t lane_seq) noexcept;
   inline int poll_rings() noexcept;
   inline int take_ring(RingChannel& r, std::uint32_t most) noexcept;
   inline void ring_before_send(RingChannel& r) noexcept;
@@ -469,11 +475,11 @@ class Endpoint {
   ChannelId last_rc_channel_ = kNoChannel;
   std::uint32_t max_message_ = 0;
   std::uint64_t max_rdma_ = 0;
-  std::uint64_t offer_nonce_ = 0;  // in every ChannelOffer this endpoint makes
-  std::uint32_t repost_batch_ = 1;  // reposts wait for this many freed buffers
+  std::uint64_t offer_nonce_ = 0;       // in every ChannelOffer this endpoint makes
+  std::uint32_t repost_batch_ = 1;      // reposts wait for this many freed buffers
   std::uint32_t recovery_wait_ = 0;     // UD: polls before the next recovery attempt
   std::uint32_t recovery_backoff_ = 0;  // ... and the wait after the next failed one
-  std::unique_ptr<Verbs> v_;               // device objects (verbs/ types stay out of this header)
+  std::unique_ptr<Verbs> v_;            // device objects (verbs/ types stay out of this header)
   struct FreeSegment {
     void operator()(std::byte* p) const noexcept;
   };
@@ -482,7 +488,7 @@ class Endpoint {
   BufferTable buffers_;
   DescriptorRing<Descriptor> send_queue_;
   DescriptorRing<Descriptor> recv_queue_;
-  DescriptorRing<BufferId> free_queue_;    // released buffers waiting to be reposted
+  DescriptorRing<BufferId> free_queue_;  // released buffers waiting to be reposted
   DescriptorRing<OpCompletion> completions_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<std::unique_ptr<Lane>> lanes_;  // one per QP: in-flight sends, signaling state
@@ -496,21 +502,22 @@ class Endpoint {
   bool cq_skipped_ = false;  // the last poll() left the CQ for this one (rings brought arrivals)
   // Ring channels: rings by index (ring buffer ids derive from it), the free indices, the rings
   // poll() reads and, for each, the head word of the slot it expects next.
-  std::uint32_t ring_id_slots_ = 0;  // max_rings * ring_slots: ids past the segment's buffers
+  std::uint32_t ring_id_slots_ = 0;    // max_rings * ring_slots: ids past the segment's buffers
   std::uint32_t ring_slot_shift_ = 0;  // log2(ring_slots)
   std::vector<RingChannel*> rings_;
   std::vector<std::uint32_t> free_ring_ids_;
   std::vector<RingChannel*> polled_;
   std::vector<const std::uint64_t*> heads_;
-  bool credits_due_ = false;          // a ring owes its writer a credit update
-  bool asleep_ = false;               // arm() told the ring peers we sleep
+  bool credits_due_ = false;  // a ring owes its writer a credit update
+  bool asleep_ = false;       // arm() told the ring peers we sleep
   std::uint32_t polls_since_arm_ = 0;
 };
 
 // A layer's poll() step for core's control path (the device's asynchronous events, rdma_cm
 // disconnects): runs ep.service_channels() once `now` reaches `due`, and puts `due` one
 // kServiceInterval later. `now` and `due` are on the layer's clock.
-inline void service_when_due(Endpoint& ep, std::chrono::nanoseconds now, std::chrono::nanoseconds& due) noexcept {
+inline void service_when_due(Endpoint& ep, std::chrono::nanoseconds now,
+                             std::chrono::nanoseconds& due) noexcept {
   if (now < due) [[likely]]
     return;
   due = now + kServiceInterval;

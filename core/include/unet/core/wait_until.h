@@ -6,8 +6,8 @@
 // passes. Returns kOk, kTimeout, kDeviceError when progress reports a failure (a negative
 // count), or the endpoint's wait error. The deadline is kept on steady_clock, the clock a caller
 // measures with, not on the layers' calibrated CycleClock: a blocking wait is off the data path,
-// and a calibration error must not end a wait early. Any timeout works: milliseconds::max() waits without end, zero or
-// negative runs the check once (verbs/deadline.h).
+// and a calibration error must not end a wait early. Any timeout works: milliseconds::max() waits
+// without end, zero or negative runs the check once (verbs/deadline.h).
 #pragma once
 
 #include <algorithm>

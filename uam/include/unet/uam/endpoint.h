@@ -89,30 +89,31 @@ struct Stats {
   std::uint64_t replies_sent = 0;
   std::uint64_t stores_sent = 0;
   std::uint64_t gets_issued = 0;
-  std::uint64_t requests_handled = 0;  // request and store handlers run
-  std::uint64_t replies_handled = 0;   // reply handlers run (gets included)
-  std::uint64_t completed_ok = 0;      // completion handler calls with kOk
-  std::uint64_t completed_error = 0;   // ... with an error
-  std::uint64_t credit_messages = 0;   // explicit credit/ack messages sent
+  std::uint64_t requests_handled = 0;          // request and store handlers run
+  std::uint64_t replies_handled = 0;           // reply handlers run (gets included)
+  std::uint64_t completed_ok = 0;              // completion handler calls with kOk
+  std::uint64_t completed_error = 0;           // ... with an error
+  std::uint64_t credit_messages = 0;           // explicit credit/ack messages sent
   std::uint64_t credit_messages_received = 0;  // ... and received
-  std::uint64_t error_replies = 0;     // error replies to an awaiting request (it fails with them)
-  std::uint64_t unknown_handler = 0;   // requests for an unregistered handler (answered with an error)
-  std::uint64_t malformed = 0;         // arrivals the wire codec refused (dropped), empty ones too
-  std::uint64_t closed_drops = 0;      // arrivals for a channel that failed or closed, dropped
+  std::uint64_t error_replies = 0;  // error replies to an awaiting request (it fails with them)
+  std::uint64_t unknown_handler =
+      0;                           // requests for an unregistered handler (answered with an error)
+  std::uint64_t malformed = 0;     // arrivals the wire codec refused (dropped), empty ones too
+  std::uint64_t closed_drops = 0;  // arrivals for a channel that failed or closed, dropped
   // Well-formed but impossible arrivals, dropped; each should stay 0 with a correct peer:
-  std::uint64_t bad_credits = 0;       // credit totals returning credits never spent
-  std::uint64_t overruns = 0;          // requests beyond the peer's window
-  std::uint64_t stray_replies = 0;     // replies to no awaiting request, or a second reply
-  std::uint64_t bad_acks = 0;          // acks of messages never sent
-  std::uint64_t out_of_order = 0;      // RC: sequence numbers out of order
+  std::uint64_t bad_credits = 0;    // credit totals returning credits never spent
+  std::uint64_t overruns = 0;       // requests beyond the peer's window
+  std::uint64_t stray_replies = 0;  // replies to no awaiting request, or a second reply
+  std::uint64_t bad_acks = 0;       // acks of messages never sent
+  std::uint64_t out_of_order = 0;   // RC: sequence numbers out of order
   std::uint64_t protocol_errors() const noexcept {
     return bad_credits + overruns + stray_replies + bad_acks + out_of_order;
   }
-  std::uint64_t retransmitted = 0;     // UD resends
-  std::uint64_t duplicates = 0;        // UD duplicates and out-of-order arrivals dropped
-  std::uint64_t reply_no_buffer = 0;   // medium replies turned into kNoResource error replies
-  std::uint64_t probes = 0;            // UD: credit messages asking for credits, RC: core probes
-  std::uint64_t coalesced = 0;         // messages sent behind another in one packet (coalesce)
+  std::uint64_t retransmitted = 0;    // UD resends
+  std::uint64_t duplicates = 0;       // UD duplicates and out-of-order arrivals dropped
+  std::uint64_t reply_no_buffer = 0;  // medium replies turned into kNoResource error replies
+  std::uint64_t probes = 0;           // UD: credit messages asking for credits, RC: core probes
+  std::uint64_t coalesced = 0;        // messages sent behind another in one packet (coalesce)
 };
 
 // The active-message endpoint (see the top of this file).
@@ -140,8 +141,8 @@ class Endpoint {
   ChannelId accept_offer(const core::ChannelOffer& offer, std::string_view peer_half);
   std::uint16_t listen_cm(std::string_view address, std::uint16_t port);
   ChannelId accept_cm(std::chrono::milliseconds timeout, const core::ChannelOptions& options = {});
-  ChannelId connect_cm(std::string_view address, std::uint16_t port, std::chrono::milliseconds timeout,
-                       const core::ChannelOptions& options = {});
+  ChannelId connect_cm(std::string_view address, std::uint16_t port,
+                       std::chrono::milliseconds timeout, const core::ChannelOptions& options = {});
   // Closes the channel: its outstanding requests, stores and gets complete with kClosed.
   Status close_channel(ChannelId ch) noexcept;
   // kOk while the channel works; kClosed once closed or failed; kNotFound for no such channel.
@@ -187,8 +188,9 @@ class Endpoint {
                std::uint64_t cookie = 0) noexcept;
   // RDMA READ of `len` bytes at `offset` in the peer's window into `local`; reply handler
   // `handler` runs here with the data in Message::payload (and Message::status). No credit.
-  Status get(ChannelId ch, const core::RemoteToken& remote, std::uint64_t offset, void* local, std::size_t len,
-             HandlerId handler, std::span<const std::uint64_t> args, std::uint64_t cookie = 0) noexcept;
+  Status get(ChannelId ch, const core::RemoteToken& remote, std::uint64_t offset, void* local,
+             std::size_t len, HandlerId handler, std::span<const std::uint64_t> args,
+             std::uint64_t cookie = 0) noexcept;
   // Gives back a medium payload's buffer a handler kept (its request's credit goes home with it).
   // Messages of one coalesced packet share its buffer: each handler that kept it releases it
   // once, and it goes back with the last release.
@@ -231,7 +233,8 @@ class Endpoint {
   Status send_credit(Peer& p, bool probe) noexcept;
   Status send_probe(Peer& p) noexcept;
   Status send_error(Peer& p, std::uint8_t token, Status status) noexcept;
-  Status check_send(ChannelId ch, std::span<const std::uint64_t> args, std::size_t payload, Peer*& out) noexcept;
+  Status check_send(ChannelId ch, std::span<const std::uint64_t> args, std::size_t payload,
+                    Peer*& out) noexcept;
   Status begin_request(Peer& p, std::size_t bytes) noexcept;
   std::uint8_t track(Peer& p, std::uint64_t cookie) noexcept;
   void resend(Peer& p, Seq seq) noexcept;
@@ -263,19 +266,19 @@ class Endpoint {
   std::vector<ChannelId> open_;               // channels with a live peer, for the timers
   HandlerTable<Handler> handlers_;
   CompletionHandler on_completion_;
-  std::vector<ChannelId> kept_;               // by buffer: the channel whose request it holds
-  std::vector<std::uint16_t> kept_refs_;      // by buffer: handlers that kept it, not yet released
-  std::vector<ChannelId> bundled_;            // channels with an open coalesced packet
+  std::vector<ChannelId> kept_;           // by buffer: the channel whose request it holds
+  std::vector<std::uint16_t> kept_refs_;  // by buffer: handlers that kept it, not yet released
+  std::vector<ChannelId> bundled_;        // channels with an open coalesced packet
   std::vector<Get> gets_;
   std::unique_ptr<core::DescriptorRing<std::uint32_t>> free_gets_;
-  std::uint64_t work_ = 0;                    // handlers and completions run (for wait())
+  std::uint64_t work_ = 0;  // handlers and completions run (for wait())
   // Reply-once (message.h): the serial of the request handler running now (0: none) and whether
   // its request was answered; a token of any other serial is past its handler.
   std::uint64_t handling_ = 0;
   std::uint64_t serials_ = 0;
   bool answered_ = false;
-  Time poll_now_{};                           // the clock as poll() read it; zero outside poll()
-  Time next_service_{};                       // when poll() next runs core's service_channels()
+  Time poll_now_{};      // the clock as poll() read it; zero outside poll()
+  Time next_service_{};  // when poll() next runs core's service_channels()
   std::array<std::byte, core::Descriptor::kInlineBytes> scratch_{};
 };
 

@@ -16,8 +16,8 @@
 #include <span>
 
 #include "unet/core/descriptor.h"
-#include "unet/uam/handler_table.h"
 #include "unet/status.h"
+#include "unet/uam/handler_table.h"
 
 namespace unet::uam {
 
@@ -29,13 +29,13 @@ using core::ChannelId;
 struct Message {
   ChannelId channel = core::kNoChannel;
   HandlerId handler = 0;
-  std::span<const std::uint64_t> args;    // 0..4 words
-  std::span<const std::byte> payload;     // a get: the local memory the data was read into
-  BufferId buffer = core::kNoBuffer;      // the segment buffer holding the payload (or kNoBuffer)
-  std::uint64_t cookie = 0;               // reply and get handlers: the cookie of the request/get
-  Status status = Status::kOk;            // get handlers: the read's outcome
-  std::uint64_t bulk_offset = 0;          // store handlers: where the data landed in our window
-  std::uint64_t bulk_length = 0;          // ... and how many bytes
+  std::span<const std::uint64_t> args;  // 0..4 words
+  std::span<const std::byte> payload;   // a get: the local memory the data was read into
+  BufferId buffer = core::kNoBuffer;    // the segment buffer holding the payload (or kNoBuffer)
+  std::uint64_t cookie = 0;             // reply and get handlers: the cookie of the request/get
+  Status status = Status::kOk;          // get handlers: the read's outcome
+  std::uint64_t bulk_offset = 0;        // store handlers: where the data landed in our window
+  std::uint64_t bulk_length = 0;        // ... and how many bytes
 };
 
 // What a handler does with a medium payload's buffer.

@@ -9,12 +9,12 @@
 // the channel has failed: every outstanding message is reported failed exactly once
 // (kRetryExceeded) and every later call returns kClosed.
 //
-// The timeout adapts to the round trip as RFC 6298 says (core::RttEstimator). An ack that retires messages gives a
-// sample R when the newest message it retires was never resent (Karn: the ack of a resent message
-// cannot say which copy it answers): R = now - that message's first transmission, so it includes
-// the receiver's ack delay, which the timer must cover anyway. The first sample sets SRTT = R,
-// RTTVAR = R/2; later ones RTTVAR += (|SRTT - R| - RTTVAR)/4, then SRTT += (R - SRTT)/8; and
-// RTO = SRTT + max(granularity, 4 RTTVAR), clamped to [rto_min, rto_max]. Before any sample RTO
+// The timeout adapts to the round trip as RFC 6298 says (core::RttEstimator). An ack that retires
+// messages gives a sample R when the newest message it retires was never resent (Karn: the ack of a
+// resent message cannot say which copy it answers): R = now - that message's first transmission, so
+// it includes the receiver's ack delay, which the timer must cover anyway. The first sample sets
+// SRTT = R, RTTVAR = R/2; later ones RTTVAR += (|SRTT - R| - RTTVAR)/4, then SRTT += (R - SRTT)/8;
+// and RTO = SRTT + max(granularity, 4 RTTVAR), clamped to [rto_min, rto_max]. Before any sample RTO
 // is rto_initial. Every expiry doubles the RTO (up to rto_max); the backoff stays until the next
 // sample (Karn again: while every acked message was resent there is nothing to learn from, and
 // resetting would resend the next ones as early). rto_min is what keeps a stall of the peer's
@@ -47,8 +47,8 @@
 #include <stdexcept>
 
 #include "unet/core/rtt_estimator.h"
-#include "unet/uam/sequence.h"
 #include "unet/status.h"
+#include "unet/uam/sequence.h"
 
 namespace unet::uam {
 
@@ -69,7 +69,7 @@ struct ReliabilityConfig {
   Time ack_delay = std::chrono::microseconds(200);  // ... or T after the first unacked one
   Seq initial_seq = 0;
 
-  static constexpr std::uint32_t kMaxWindow = 1u << 15;  // far below 2^31: serial compares hold
+  static constexpr std::uint32_t kMaxWindow = 1u << 15;   // far below 2^31: serial compares hold
   static constexpr Time kMaxRto = std::chrono::hours(1);  // keeps SRTT + 4 RTTVAR far from overflow
   // Throws std::invalid_argument unless 1 <= window <= kMaxWindow,
   // 0 < rto_min <= rto_initial <= rto_max <= kMaxRto, granularity >= 0, ack_every >= 1 and
@@ -99,7 +99,8 @@ class ReliableSender {
         oldest_(config.initial_seq),
         next_(config.initial_seq),
         clean_from_(config.initial_seq),
-        rtt_(core::RttConfig{config.rto_initial, config.rto_min, config.rto_max, config.granularity}),
+        rtt_(core::RttConfig{config.rto_initial, config.rto_min, config.rto_max,
+                             config.granularity}),
         mask_(std::bit_ceil(config.window) - 1),
         cookies_(std::make_unique<std::uint64_t[]>(mask_ + 1)),
         sent_at_(std::make_unique<Time[]>(mask_ + 1)) {}

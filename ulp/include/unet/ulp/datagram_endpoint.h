@@ -50,14 +50,14 @@ struct DatagramConfig {
 // queue_full_drops, or by reassembly: fragments_received == malformed + unbound_drops + delivered
 // + queue_full_drops + ReassemblyStats::held + duplicates + inconsistent + no_slot.
 struct DatagramStats {
-  std::uint64_t sent = 0;               // datagrams sent
+  std::uint64_t sent = 0;  // datagrams sent
   std::uint64_t fragments_sent = 0;
-  std::uint64_t delivered = 0;          // datagrams queued on a port
-  std::uint64_t received = 0;           // datagrams taken by recv_from
+  std::uint64_t delivered = 0;  // datagrams queued on a port
+  std::uint64_t received = 0;   // datagrams taken by recv_from
   std::uint64_t fragments_received = 0;
-  std::uint64_t unbound_drops = 0;      // fragments for a port nobody bound (n for n fragments)
-  std::uint64_t queue_full_drops = 0;   // datagrams dropped because their port's queue was full
-  std::uint64_t malformed = 0;          // messages the header codec refused
+  std::uint64_t unbound_drops = 0;     // fragments for a port nobody bound (n for n fragments)
+  std::uint64_t queue_full_drops = 0;  // datagrams dropped because their port's queue was full
+  std::uint64_t malformed = 0;         // messages the header codec refused
 };
 
 // Who sent a datagram that recv_from returned.
@@ -100,7 +100,8 @@ class DatagramEndpoint {
   std::uint32_t stride() const noexcept { return stride_; }
   std::uint32_t stride(ChannelId peer) const noexcept;
   // Sends `data` (0..kMaxDatagram bytes) from bound port `src_port` to `dst_port` at `peer`.
-  Status send_to(std::uint16_t src_port, ChannelId peer, std::uint16_t dst_port, std::span<const std::byte> data) noexcept;
+  Status send_to(std::uint16_t src_port, ChannelId peer, std::uint16_t dst_port,
+                 std::span<const std::byte> data) noexcept;
   // Takes the oldest datagram waiting on `port` into `out`: kOk with `info`; kNoResource when
   // none waits; kInvalidArgument (datagram kept, info.length tells the size) when `out` is too
   // small; kNotFound for an unbound port.

@@ -68,7 +68,7 @@ constexpr std::uint32_t fragment_count(std::uint32_t length, std::uint32_t strid
 // Why a fragment was refused, one value per rule (kNone: it was accepted).
 enum class DatagramFault : std::uint8_t {
   kNone,
-  kTooShort,        // fewer than 20 bytes
+  kTooShort,  // fewer than 20 bytes
   kBadMagic,
   kBadVersion,
   kBadKind,
@@ -86,12 +86,14 @@ DatagramFault check(const DatagramHeader& h, std::size_t fragment) noexcept;
 
 // Writes the 20 header bytes to the front of `out`. kInvalidArgument (nothing written) when the
 // header with `fragment` payload bytes breaks a rule, or `out` is shorter than 20 bytes.
-[[nodiscard]] Status encode(const DatagramHeader& h, std::size_t fragment, std::span<std::byte> out) noexcept;
+[[nodiscard]] Status encode(const DatagramHeader& h, std::size_t fragment,
+                            std::span<std::byte> out) noexcept;
 
 // Reads one whole fragment message; on kOk `out` holds its header and the fragment's bytes are
 // in.subspan(kDatagramHeaderBytes). On failure kInvalidArgument, `fault` (when given) names the
 // rule, and `out` is untouched.
 [[nodiscard]] Status decode(std::span<const std::byte> in, DatagramHeader& out) noexcept;
-[[nodiscard]] Status decode(std::span<const std::byte> in, DatagramHeader& out, DatagramFault& fault) noexcept;
+[[nodiscard]] Status decode(std::span<const std::byte> in, DatagramHeader& out,
+                            DatagramFault& fault) noexcept;
 
 }  // namespace unet::ulp

@@ -36,8 +36,8 @@ struct ReassemblyConfig {
 // fragment added is in exactly one of held, completed (the one that completes its datagram),
 // duplicates, inconsistent and no_slot.
 struct ReassemblyStats {
-  std::uint64_t started = 0;       // datagrams whose first fragment took a slot
-  std::uint64_t held = 0;          // fragments kept until the rest of their datagram comes
+  std::uint64_t started = 0;  // datagrams whose first fragment took a slot
+  std::uint64_t held = 0;     // fragments kept until the rest of their datagram comes
   std::uint64_t completed = 0;
   std::uint64_t duplicates = 0;    // fragments seen before, dropped
   std::uint64_t inconsistent = 0;  // fragments disagreeing with their datagram, dropped
@@ -61,8 +61,8 @@ class Reassembler {
   explicit Reassembler(const ReassemblyConfig& config = {});
 
   // Adds fragment `h` with bytes `fragment` (h.count > 1, from decode()) from `peer` at `now`.
-  Outcome add(std::uint32_t peer, const DatagramHeader& h, std::span<const std::byte> fragment, Time now,
-              std::uint32_t& slot) noexcept;
+  Outcome add(std::uint32_t peer, const DatagramHeader& h, std::span<const std::byte> fragment,
+              Time now, std::uint32_t& slot) noexcept;
   // The whole datagram in a completed slot.
   std::span<const std::byte> data(std::uint32_t slot) const noexcept;
   // Frees a completed slot.

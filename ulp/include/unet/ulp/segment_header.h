@@ -80,13 +80,13 @@ enum class SegmentFault : std::uint8_t {
   kTooShort,
   kBadMagic,
   kBadVersion,
-  kReservedBits,    // reserved bits of bytes 1..3 set
+  kReservedBits,  // reserved bits of bytes 1..3 set
   kSynAndFin,
   kPayloadNotAllowed,  // payload on a SYN or an RST
-  kMissingAck,      // no ACK on a segment other than a first SYN or an RST
-  kSackNotAllowed,  // SACK without ACK, or with SYN, FIN or RST
-  kBadSackLength,   // a SACK payload that is not 1 to 4 whole blocks
-  kBadSackBlock,    // a SACK block that is empty or not after `ack`
+  kMissingAck,         // no ACK on a segment other than a first SYN or an RST
+  kSackNotAllowed,     // SACK without ACK, or with SYN, FIN or RST
+  kBadSackLength,      // a SACK payload that is not 1 to 4 whole blocks
+  kBadSackBlock,       // a SACK block that is empty or not after `ack`
 };
 // The fault's name, for logs and test messages.
 std::string_view to_string(SegmentFault f) noexcept;
@@ -96,7 +96,8 @@ SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept;
 
 // Writes the 20 header bytes to the front of `out`; kInvalidArgument (nothing written) when the
 // header with `payload` bytes breaks a rule or `out` is shorter than 20 bytes.
-[[nodiscard]] Status encode(const SegmentHeader& h, std::size_t payload, std::span<std::byte> out) noexcept;
+[[nodiscard]] Status encode(const SegmentHeader& h, std::size_t payload,
+                            std::span<std::byte> out) noexcept;
 
 // Writes a SACK segment's payload: `blocks` (1 to 4, each non-empty and after `ack`) at the
 // front of `out`, 8 bytes each. kInvalidArgument (nothing written) otherwise, or when `out` is
@@ -113,6 +114,7 @@ std::size_t read_sack(std::span<const std::byte> payload,
 // in.subspan(kSegmentHeaderBytes). On failure kInvalidArgument, `fault` names the rule, `out`
 // untouched.
 [[nodiscard]] Status decode(std::span<const std::byte> in, SegmentHeader& out) noexcept;
-[[nodiscard]] Status decode(std::span<const std::byte> in, SegmentHeader& out, SegmentFault& fault) noexcept;
+[[nodiscard]] Status decode(std::span<const std::byte> in, SegmentHeader& out,
+                            SegmentFault& fault) noexcept;
 
 }  // namespace unet::ulp

@@ -50,8 +50,8 @@
 #include "unet/core/cycle_clock.h"
 #include "unet/core/descriptor_ring.h"
 #include "unet/core/endpoint.h"
-#include "unet/ulp/congestion.h"
 #include "unet/core/rtt_estimator.h"
+#include "unet/ulp/congestion.h"
 #include "unet/ulp/segment_header.h"
 #include "unet/ulp/socket_fd.h"
 #include "unet/ulp/stream_state.h"
@@ -71,13 +71,13 @@ struct StreamConfig {
   std::uint32_t recv_buffer = 256 * 1024;  // bytes per connection: the most we advertise
   std::uint32_t max_connections = 16;
   std::uint32_t max_listeners = 8;
-  std::uint32_t accept_backlog = 8;        // established connections waiting for accept()
+  std::uint32_t accept_backlog = 8;  // established connections waiting for accept()
   core::RttConfig rtt;
   std::uint32_t initial_window_segments = 4;
   // Timeouts here may be milliseconds::max() for never (verbs::clamp_timer: up to a century).
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds dead_peer_timeout{3000};
-  std::uint32_t max_retransmits = 15;      // timeouts in a row before the connection fails
+  std::uint32_t max_retransmits = 15;  // timeouts in a row before the connection fails
   // Delayed acks (RFC 5681, 4.2): data that arrives in order is acknowledged once `ack_every`
   // segments of it wait, or when the first of them has waited `ack_delay`; data past a gap, a
   // filled gap, a duplicate, a FIN and a reopened window are acknowledged at once, and every
@@ -98,19 +98,21 @@ struct StreamConfig {
 
 // A connection's counters and control state, readable at any time.
 struct StreamStats {
-  std::uint64_t bytes_sent = 0;          // payload bytes sent for the first time
-  std::uint64_t bytes_received = 0;      // payload bytes accepted in order
+  std::uint64_t bytes_sent = 0;      // payload bytes sent for the first time
+  std::uint64_t bytes_received = 0;  // payload bytes accepted in order
   std::uint64_t segments_sent = 0;
   std::uint64_t segments_received = 0;
   std::uint64_t retransmitted_segments = 0;
   std::uint64_t timeouts = 0;
   std::uint64_t fast_retransmits = 0;
-  std::uint64_t sack_resent = 0;         // holes resent in recovery, revealed by SACK blocks
+  std::uint64_t sack_resent = 0;  // holes resent in recovery, revealed by SACK blocks
   std::uint64_t dup_acks = 0;
-  std::uint64_t held_out_of_order = 0;   // segments past a gap, kept at their place
-  std::uint64_t out_of_order_drops = 0;  // segments past a gap seen already or not keepable (16 ranges)
-  std::uint64_t window_drops = 0;        // segments beyond our receive window, dropped
-  std::uint64_t zero_copy_segments = 0;  // segments gathered from application memory (send_zero_copy)
+  std::uint64_t held_out_of_order = 0;  // segments past a gap, kept at their place
+  std::uint64_t out_of_order_drops =
+      0;                           // segments past a gap seen already or not keepable (16 ranges)
+  std::uint64_t window_drops = 0;  // segments beyond our receive window, dropped
+  std::uint64_t zero_copy_segments =
+      0;  // segments gathered from application memory (send_zero_copy)
   std::chrono::nanoseconds srtt{0};
   std::chrono::nanoseconds rto{0};
   std::uint32_t cwnd = 0;
@@ -123,11 +125,11 @@ struct StreamStats {
 // Counters of the endpoint as a whole (each connection has its StreamStats). Every segment that
 // arrives is in exactly one of malformed, stray, refused_syn and segments.
 struct StreamEndpointStats {
-  std::uint64_t segments = 0;       // segments taken by a connection, or a SYN that opened one
-  std::uint64_t malformed = 0;      // segments the codec refused (an empty one too)
-  std::uint64_t stray = 0;          // segments for no connection (answered with RST unless RST)
+  std::uint64_t segments = 0;   // segments taken by a connection, or a SYN that opened one
+  std::uint64_t malformed = 0;  // segments the codec refused (an empty one too)
+  std::uint64_t stray = 0;      // segments for no connection (answered with RST unless RST)
   std::uint64_t resets_sent = 0;
-  std::uint64_t refused_syn = 0;    // SYNs with no listener, a full backlog or no free connection
+  std::uint64_t refused_syn = 0;  // SYNs with no listener, a full backlog or no free connection
 };
 
 // What became of a zero-copy send (StreamEndpoint::send_zero_copy): either way the device no
@@ -135,7 +137,8 @@ struct StreamEndpointStats {
 struct ZeroCopyCompletion {
   ConnId conn = kNoConn;
   std::uint64_t tag = 0;
-  Status status = Status::kOk;  // kOk: the peer acknowledged every byte; else how the connection ended
+  Status status =
+      Status::kOk;  // kOk: the peer acknowledged every byte; else how the connection ended
 };
 
 // The stream endpoint (see the top of this file).
@@ -158,7 +161,9 @@ class StreamEndpoint {
   // Peers: the endpoint's channels, set up like core's (throw on failure). accept_peer also
   // throws std::length_error, with the channel closed, when the peer's MTU or buffer size leaves
   // no room for a segment with a full set of SACK blocks.
-  core::ChannelOffer offer_peer(const core::ChannelOptions& options = {}) { return net_->offer_channel(options); }
+  core::ChannelOffer offer_peer(const core::ChannelOptions& options = {}) {
+    return net_->offer_channel(options);
+  }
   ChannelId accept_peer(const core::ChannelOffer& offer, std::string_view peer_half);
 
   // --- connections (data path: Status, no allocation) ---

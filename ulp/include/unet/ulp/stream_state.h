@@ -54,9 +54,9 @@ enum StreamAction : std::uint8_t {
   kActSendSyn = 1 << 0,
   kActSendSynAck = 1 << 1,
   kActSendAck = 1 << 2,
-  kActSendFin = 1 << 3,   // queue our FIN after the data already queued
+  kActSendFin = 1 << 3,  // queue our FIN after the data already queued
   kActSendRst = 1 << 4,
-  kActConnected = 1 << 5,  // the connection is established: wake connect()/accept()
+  kActConnected = 1 << 5,   // the connection is established: wake connect()/accept()
   kActPeerClosed = 1 << 6,  // end of stream for recv(): the peer sent FIN
   kActFailed = 1 << 7,      // the connection is gone: fail pending calls with Transition::error
 };

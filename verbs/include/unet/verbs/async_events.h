@@ -32,13 +32,13 @@ enum class AsyncKind : std::uint8_t {
   kSrqError,         // the SRQ is broken: every QP on it
   kSrqLimit,         // the SRQ fell below its armed limit
   kPortActive,
-  kPortError,        // the port left ACTIVE
+  kPortError,  // the port left ACTIVE
   kLidChange,
   kPkeyChange,
-  kGidChange,        // the GID table changed (RoCE: an address came or went)
+  kGidChange,  // the GID table changed (RoCE: an address came or went)
   kSmChange,
   kClientReregister,
-  kDeviceFatal,      // the device is unusable
+  kDeviceFatal,  // the device is unusable
   kOther,
 };
 

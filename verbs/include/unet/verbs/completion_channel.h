@@ -8,8 +8,8 @@
 #include <chrono>
 #include <memory>
 
-#include "unet/verbs/device.h"
 #include "unet/status.h"
+#include "unet/verbs/device.h"
 
 namespace unet::verbs {
 

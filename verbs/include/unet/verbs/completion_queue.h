@@ -31,7 +31,8 @@ class CompletionQueue {
   // Data path: no allocation, no lock of ours, no exception.
   Status poll(std::span<WorkCompletion> out, std::size_t& count) noexcept {
     int n = ibv_poll_cq(cq_, static_cast<int>(out.size()), out.data());
-    if (n < 0) [[unlikely]] return Status::kDeviceError;
+    if (n < 0) [[unlikely]]
+      return Status::kDeviceError;
     count = static_cast<std::size_t>(n);
     return Status::kOk;
   }

@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
+#include "unet/status.h"
 #include "unet/verbs/gid.h"
 #include "unet/verbs/memory_region.h"
-#include "unet/status.h"
 
 namespace unet::verbs {
 
@@ -26,9 +26,9 @@ struct ConnectionInfo {
   std::uint32_t qpn = 0;  // 24 bits
   std::uint32_t psn = 0;  // 24 bits
   Gid gid;
-  std::uint32_t mtu = 0;  // path MTU in bytes the sender will use (256..4096; 0 = unspecified)
-  std::uint32_t qkey = 0; // UD only
-  RemoteKey memory;       // optional RDMA target
+  std::uint32_t mtu = 0;   // path MTU in bytes the sender will use (256..4096; 0 = unspecified)
+  std::uint32_t qkey = 0;  // UD only
+  RemoteKey memory;        // optional RDMA target
 
   bool operator==(const ConnectionInfo&) const = default;
 };

@@ -39,7 +39,8 @@ class Deadline {
     if (timeout.count() <= 0) return;
     // The room left on the clock after `now`, in whole milliseconds (rounded down): a timeout
     // below it adds without overflow, anything else never comes.
-    const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
+    const auto room =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
     if (timeout < room)
       at_ = now + timeout;
     else

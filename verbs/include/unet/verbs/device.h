@@ -92,8 +92,8 @@ class Context : public std::enable_shared_from_this<Context> {
 
  private:
   ibv_context* ctx_;
-  bool owned_;              // ibv_close_device on destruction (else borrowed from librdmacm)
-  ibv_context** cm_list_;   // rdma_get_devices() list to free, or nullptr
+  bool owned_;             // ibv_close_device on destruction (else borrowed from librdmacm)
+  ibv_context** cm_list_;  // rdma_get_devices() list to free, or nullptr
   std::string name_;
   DeviceLimits limits_{};
   std::mutex inline_mutex_;

@@ -5,9 +5,9 @@
 // Data-path calls never throw; they return unet::Status (status.h).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <stdexcept>
 
 namespace unet::verbs {
 

@@ -64,7 +64,8 @@ struct GidRow {
 // when `ifindex` is set, rows of other netdevs are skipped. With `index` set, that row or nothing;
 // otherwise the perftest-style best, the lowest index on a tie. Pure.
 std::optional<GidEntry> choose_gid(const std::vector<GidRow>& table, std::uint8_t port,
-                                   std::optional<std::uint32_t> index, std::optional<std::uint32_t> ifindex);
+                                   std::optional<std::uint32_t> index,
+                                   std::optional<std::uint32_t> ifindex);
 
 // The GID `port` of `ctx` should use. With `index` set, that entry (or Error if it is absent or
 // zero); otherwise the perftest-style choice above. With `netdev` set ("eth0.100"), only its GIDs

@@ -1,4 +1,5 @@
-// MemoryRegion: a registered (pinned) range of memory, and RemoteKey, what a peer needs to reach it.
+// MemoryRegion: a registered (pinned) range of memory, and RemoteKey, what a peer needs to reach
+// it.
 #pragma once
 
 #include <cstddef>

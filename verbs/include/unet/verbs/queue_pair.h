@@ -62,13 +62,13 @@ struct PathParams {
   std::uint8_t port = 1;
   std::uint8_t sgid_index = 0;
   std::uint16_t pkey_index = 0;
-  std::uint32_t mtu = 1024;  // bytes; clamped to the port's active MTU and the peer's
-  int access = kDefaultAccess;  // RC/UC: remote access the QP allows
+  std::uint32_t mtu = 1024;           // bytes; clamped to the port's active MTU and the peer's
+  int access = kDefaultAccess;        // RC/UC: remote access the QP allows
   std::uint32_t qkey = kDefaultQkey;  // UD
   std::uint8_t min_rnr_timer = 12;
   std::uint8_t timeout = 14;
   std::uint8_t retry_cnt = 6;
-  std::uint8_t rnr_retry = 7;  // 7 = retry forever; 0 = fail at the first RNR NAK
+  std::uint8_t rnr_retry = 7;      // 7 = retry forever; 0 = fail at the first RNR NAK
   std::uint8_t sl = 0;             // RC/UC: the path's service level and GRH traffic class
   std::uint8_t traffic_class = 0;  // (RemotePort's)
   // RDMA READs (and atomics) in flight from the QP, clamped to the device's max_qp_init_rd_atom,
@@ -132,14 +132,16 @@ class QueuePair {
 
   // Posts a send WR or a list linked through wr.next (one doorbell for the list).
   Status post_send(ibv_send_wr& wr) noexcept {
-    if (state_ < QpState::kRts) [[unlikely]] return Status::kInvalidState;
+    if (state_ < QpState::kRts) [[unlikely]]
+      return Status::kInvalidState;
     ibv_send_wr* bad = nullptr;
     return errno_to_status(ibv_post_send(qp_, &wr, &bad));
   }
 
   // Posts a receive WR or a list (not on a QP that uses an SRQ: post to the SRQ instead).
   Status post_recv(ibv_recv_wr& wr) noexcept {
-    if (state_ == QpState::kReset || has_srq_) [[unlikely]] return Status::kInvalidState;
+    if (state_ == QpState::kReset || has_srq_) [[unlikely]]
+      return Status::kInvalidState;
     ibv_recv_wr* bad = nullptr;
     return errno_to_status(ibv_post_recv(qp_, &wr, &bad));
   }
