@@ -9,6 +9,7 @@ UNET_BUILD_PACKAGES=(
   libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
   libgtest-dev libgmock-dev libbenchmark-dev libgflags-dev
   nlohmann-json3-dev  # unet_perf's --json report, and the tests that read it
+  clang-format  # the style.clang_format unit test
   libpmix-dev  # optional for a build (UNET_PMIX=AUTO); unet::boot's PMIx path, which CI tests
 )
 # ci/package.sh: cpack's Debian generator runs dpkg-shlibdeps (dpkg-dev) and file.
