@@ -8,7 +8,8 @@
 //
 //   mpirun -np 8 mpi_sample_sort --keys 16777216
 //
-// Exits 0 only when the result verified (3 when it did not, 2 on a bad flag).
+// Exits 0 only when the result verified (3 when it did not, 2 on a value out of range).
+#include <gflags/gflags.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -18,11 +19,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "phase_timer.h"
+#include "program_flags.h"
 #include "splitmix64.h"
+
+// The flags of uam_sample_sort that set the input, with its defaults.
+DEFINE_uint64(keys, 16777216, "keys to sort, in total");
+DEFINE_uint64(samples, 4096, "keys each rank sends rank 0 to choose the splitters");
+DEFINE_uint64(seed, 1, "seed of the input keys");
 
 using unet::uam::examples::bytes_text;
 using unet::uam::examples::PhaseTimer;
@@ -40,20 +48,13 @@ struct Params {
   std::uint64_t seed = 1;
 };
 
-bool parse(int argc, char** argv, Params& p) {
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const std::uint64_t v = std::strtoull(argv[i + 1], nullptr, 0);
-    if (flag == "--keys" && v > 0)
-      p.keys = v;
-    else if (flag == "--samples" && v > 0)
-      p.samples = v;
-    else if (flag == "--seed")
-      p.seed = v;
-    else
-      return false;
-  }
-  return argc % 2 == 1;
+// The flags' values, the ranges as uam_sample_sort checks them; throws std::invalid_argument.
+Params params() {
+  Params p;
+  p.keys = unet::cli::check_range("keys", FLAGS_keys, 1, 1ull << 32);
+  p.samples = unet::cli::check_range("samples", FLAGS_samples, 1, 1u << 20);
+  p.seed = FLAGS_seed;
+  return p;
 }
 
 class Sort {
@@ -222,14 +223,23 @@ class Sort {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Flags before MPI_Init: --help prints and every rank ends alike, MPI never started.
+  if (!unet::cli::parse_flags(&argc, &argv,
+                              "sample sort of 64-bit keys over MPI, beside uam_sample_sort"))
+    return 0;
+  if (argc > 1) {
+    std::fprintf(stderr, "mpi_sample_sort: takes flags only, not '%s' (see --help)\n", argv[1]);
+    return 2;
+  }
   MPI_Init(&argc, &argv);
   int me = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   Params p;
-  if (!parse(argc, argv, p)) {
-    if (me == 0)
-      std::fprintf(stderr, "usage: mpi_sample_sort [--keys K] [--samples S] [--seed X]\n");
+  try {
+    p = params();
+  } catch (const std::invalid_argument& e) {
+    if (me == 0) std::fprintf(stderr, "mpi_sample_sort: %s\n", e.what());
     MPI_Finalize();
     return 2;
   }
