@@ -38,7 +38,7 @@ inline constexpr std::uint32_t kMaxDgram = ulp::kMaxDatagram;
 static_assert(kMaxDgram <= kMaxSize, "datagram sizes are a subset of perftest's");
 // stream_*: the connection's send and receive buffers (ulp::StreamConfig). stream_bw's client
 // relies on the send buffer being exactly this (ulp rounds up to a power of two) to tell when
-// bytes were acknowledged (ulp_tests.cc).
+// bytes were acknowledged (stream_tests.cc).
 inline constexpr std::uint32_t kUlpStreamBuffer = 256 * 1024;
 static_assert((kUlpStreamBuffer & (kUlpStreamBuffer - 1)) == 0, "ulp would round it up");
 
@@ -110,7 +110,7 @@ struct PerfConfig {
   // The test's row (test_table.h) says: a latency table (either figure), or BW.
   bool is_latency() const noexcept { return test_info(test).figure != Figure::kBandwidth; }
   bool is_am() const noexcept { return test_info(test).family == Family::kActiveMessages; }
-  // The user-level protocols (ulp_tests.cc): DatagramEndpoint (UD) and StreamEndpoint (UD or RC).
+  // The user-level protocols (ulp_tests.h): DatagramEndpoint (UD) and StreamEndpoint (UD or RC).
   bool is_ulp() const noexcept { return test_info(test).family == Family::kUserLevel; }
 };
 

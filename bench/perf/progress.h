@@ -2,7 +2,7 @@
 // holds, retries an operation that says "no resource, try again", and ends the run with a
 // PerfError naming what it awaited or which operation failed. The families differ in one step,
 // how their endpoint makes progress and sleeps: that is the Driver (EndpointDriver below for
-// core::Endpoint; am_tests.cc and ulp_tests.cc have theirs). A Driver has
+// core::Endpoint; am_tests.cc and ulp_tests.h have theirs). A Driver has
 //   int poll()                     one round of work; < 0 on a device error (it may throw a
 //                                  PerfError for a problem its handlers recorded)
 //   Status arm()                   -e: before sleeping (kOk, or a device error)

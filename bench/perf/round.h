@@ -1,5 +1,6 @@
 // One size of one test: the endpoint and channel it runs on, the check pattern, and the tests
-// (ep_tests.cc, da_tests.cc, am_tests.cc, ulp_tests.cc); their bounded waits are progress.h's.
+// (ep_tests.cc, da_tests.cc, am_tests.cc, dgram_tests.cc, stream_tests.cc);
+// their bounded waits are progress.h's.
 //
 // Rules for every timed loop: timestamps are cycle-counter reads into arrays allocated before the
 // loop; nothing is printed or allocated inside it; a failure throws PerfError (and ends the run).

@@ -61,7 +61,7 @@ enum class Family : std::uint8_t {
   kEndpoint,        // base-level send/recv through core::Endpoint (ep_tests.cc)
   kDirectAccess,    // RDMA WRITE and READ into granted windows (da_tests.cc)
   kActiveMessages,  // uam::Endpoint (am_tests.cc)
-  kUserLevel,       // ulp's datagrams and byte stream (ulp_tests.cc)
+  kUserLevel,       // ulp's datagrams and byte stream (dgram_tests.cc, stream_tests.cc)
 };
 
 // What a test's table reports: half the round trip (one way), the full round trip (da_read_lat,

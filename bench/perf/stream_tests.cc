@@ -1,12 +1,4 @@
-// The user-level-protocol tests: ulp's DatagramEndpoint (UDP-like datagrams with ports) and
-// StreamEndpoint (a TCP-like byte stream), each over one U-Net UD endpoint per side (the stream
-// over an RC one with -c RC; sizing.h, ulp_endpoint_config). Both sides use port kPort.
-//
-// dgram_lat is sockperf's UDP ping-pong: the client sends a datagram of `-s` bytes with send_to,
-// the server takes it with recv_from and sends it back to its sender. One datagram outstanding;
-// the client stamps the cycle counter at the start of every iteration (as ep_lat), latency = half
-// the gap between consecutive stamps. ulp does not resend datagrams: a lost one (request or echo)
-// ends the run after --timeout_ms with an error that says so, it never hangs.
+// stream_lat and stream_bw over ulp's StreamEndpoint (checks and waits: ulp_tests.h).
 //
 // stream_lat is rstream's latency test over one connection: the client sends `-s` bytes, the
 // server reads exactly that many and sends them back; the iteration ends when the client has read
@@ -23,18 +15,7 @@
 // endpoint direct-access) and a message is complete when its completion reports it acknowledged.
 // BW and message rate as perftest defines them (report.h); the server's byte count is compared at
 // the end.
-//
-// Checks: every datagram and every stream message has its length; the first and the last carry
-// the check pattern, and datagrams of 8 bytes or more carry their index in the first 8 (lost,
-// repeated or reordered datagrams show). The server compares its count (datagrams or messages
-// echoed; stream_bw: bytes) with the client's, and its endpoint's drop and malformed counters.
-// The stream tests report the client connection's retransmitted segments and timeouts (--json).
-//
-// Waits: Progress (progress.h) with a UlpDriver polls (or with -e sleeps on the endpoint's fd,
-// bounded by its next timer); every wait ends after --timeout_ms, and while idle the session is
-// watched, so that a peer that gave up ends this side at once (as am_tests.cc).
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,130 +24,12 @@
 
 #include "round.h"
 #include "sizing.h"
-#include "unet/ulp/datagram_endpoint.h"
+#include "ulp_tests.h"
 #include "unet/ulp/stream_endpoint.h"
 #include "unet/verbs/error.h"
 
 namespace unet::perf {
 namespace {
-
-constexpr std::uint16_t kPort = 7;  // the echo port, on both sides (datagrams and streams)
-constexpr std::size_t kIndexBytes = 8;
-
-// The Driver (progress.h) of a ulp endpoint (both kinds have poll, arm, fd, next_timer_ms): with
-// -e it sleeps on the endpoint's fd, bounded by its next timer (reassembly, retransmission).
-// `why_late` is added to a timeout's message.
-template <class Ep>
-class UlpDriver {
- public:
-  UlpDriver(Ep& ep, const char* why_late) : ep_(ep), why_late_(why_late) {}
-  int poll() noexcept { return ep_.poll(); }
-  Status arm() noexcept { return ep_.arm(); }
-  Status sleep(std::chrono::milliseconds most) noexcept {
-    const int timer = ep_.next_timer_ms(), ms = static_cast<int>(most.count());
-    return sleep_on(ep_.fd(), timer < 0 ? ms : std::min(timer, ms));
-  }
-  void check(const char*) const noexcept {}
-  std::string late() const { return why_late_; }
-
- private:
-  Ep& ep_;
-  const char* why_late_;
-};
-
-template <class Ep>
-using UlpProgress = Progress<UlpDriver<Ep>>;
-
-// Message `it` of a run of `total`: the first and the last carry the check pattern; a datagram
-// of 8 bytes or more carries its index in its first 8 (little-endian).
-void fill_message(std::span<std::byte> out, std::uint64_t it, std::uint64_t total, bool indexed) {
-  if (it == 0 || it + 1 == total) fill_pattern(out, it);
-  if (indexed && out.size() >= kIndexBytes)
-    for (std::size_t i = 0; i < kIndexBytes; ++i) out[i] = static_cast<std::byte>(it >> (8 * i));
-}
-
-// "" when `in` is message `it` as fill_message wrote it, else what differs.
-std::string check_message(std::span<const std::byte> in, std::uint64_t it, std::uint64_t total,
-                          bool indexed, const char* what) {
-  std::string bad;
-  if (indexed && in.size() >= kIndexBytes) {
-    std::uint64_t got = 0;
-    for (std::size_t i = 0; i < kIndexBytes; ++i)
-      got |= std::uint64_t{std::to_integer<std::uint8_t>(in[i])} << (8 * i);
-    if (got != it)
-      bad = "carries index " + std::to_string(got) + " (lost, repeated or reordered datagrams)";
-  }
-  if (bad.empty() && (it == 0 || it + 1 == total))
-    bad = check_pattern(in, it, indexed ? kIndexBytes : 0);
-  return bad.empty() ? bad : std::string(what) + " " + std::to_string(it) + " " + bad;
-}
-
-// --- dgram_lat ---
-
-constexpr const char* kDgramLate =
-    " (UD loses datagrams and ulp does not resend them: a datagram or its echo was lost, or the "
-    "peer is gone)";
-
-std::string dgram_drops(const ulp::DatagramStats& st) {
-  if (st.unbound_drops + st.queue_full_drops + st.malformed == 0) return "";
-  return "the datagram endpoint dropped " + std::to_string(st.unbound_drops) + " for no port, " +
-         std::to_string(st.queue_full_drops) + " for a full queue and " +
-         std::to_string(st.malformed) + " malformed";
-}
-
-SizeResult dgram_lat(const SizeRun& a, ulp::DatagramEndpoint& ep, core::ChannelId peer) {
-  const PerfConfig& c = a.cfg;
-  Session& s = *a.session;
-  const std::uint32_t size = a.size;
-  const std::uint64_t total = a.total();
-  Progress progress(UlpDriver(ep, kDgramLate), c, a.clock, &s);
-  SizeResult result = SizeResult::of(size, c.iterations);
-  std::vector<std::byte> buf(size);
-  ulp::DatagramInfo info;
-  // Takes the next datagram on kPort into `buf`; true when one was there.
-  auto take = [&] {
-    if (!progress.succeeded(ep.recv_from(kPort, buf, info), "recv_from")) return false;
-    if (info.length != size)
-      throw PerfError("a datagram of " + std::to_string(info.length) + " bytes, expected " +
-                      std::to_string(size));
-    return true;
-  };
-  auto send = [&](core::ChannelId to, std::uint16_t port) {
-    progress.retry([&] { return ep.send_to(kPort, to, port, std::span<const std::byte>(buf)); },
-                   "send_to", "room to send a datagram");
-  };
-
-  if (!c.is_client()) {  // server: echo every datagram to its sender
-    std::uint64_t echoed = 0;
-    sync_go(s);
-    for (; echoed < total; ++echoed) {
-      progress.until(take, echoed == 0 ? "datagram from the client" : "next datagram");
-      if (std::string bad = check_message(buf, echoed, total, true, "datagram"); !bad.empty())
-        throw PerfError(bad);
-      send(info.peer, info.src_port);
-    }
-    progress.finish_serving(echoed, [&] { return dgram_drops(ep.stats()); });
-    return result;
-  }
-
-  std::vector<std::uint64_t> stamps(total + 1);
-  sync_go(s);
-  for (std::uint64_t it = 0; it < total; ++it) {
-    fill_message(buf, it, total, true);
-    stamps[it] = core::CycleClock::now();
-    send(peer, kPort);
-    progress.until(take, "echo of a datagram");
-    if (std::string bad = check_message(buf, it, total, true, "echo of datagram"); !bad.empty())
-      throw PerfError(bad);
-  }
-  stamps[total] = core::CycleClock::now();
-  if (std::string bad = dgram_drops(ep.stats()); !bad.empty()) throw PerfError(bad);
-  result.server_count = finish_round(s, total);
-  result.latency = round_trip_latency(stamps, c.warmup, a.clock.ticks_per_us());
-  return result;
-}
-
-// --- stream_lat, stream_bw ---
 
 constexpr const char* kStreamLate =
     " (the stream resends what UD loses: is the peer alive and reachable?)";
@@ -474,25 +337,6 @@ SizeResult on_stream_endpoint(const SizeRun& a, SizeResult (*test)(StreamRound&)
 }
 
 }  // namespace
-
-SizeResult run_dgram_lat(const SizeRun& a) {
-  const PerfConfig& c = a.cfg;
-  std::unique_ptr<ulp::DatagramEndpoint> ep;
-  auto make = [&]() -> std::string {
-    ep = std::make_unique<ulp::DatagramEndpoint>(ulp_endpoint_config(c));
-    if (Status st = ep->bind(kPort); st != Status::kOk)
-      return "error binding datagram port " + std::to_string(kPort) + ": " +
-             std::string(to_string(st));
-    return "ok";
-  };
-  auto run = [&] {
-    const core::ChannelId peer = connect_channel(ep->net(), c, *a.session);
-    SizeResult done = dgram_lat(a, *ep, peer);
-    done.endpoint = ep->net().stats();
-    return done;
-  };
-  return agreed_size(a, make, run);
-}
 
 SizeResult run_stream_lat(const SizeRun& a) { return on_stream_endpoint(a, stream_lat); }
 SizeResult run_stream_bw(const SizeRun& a) { return on_stream_endpoint(a, stream_bw); }
