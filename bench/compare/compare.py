@@ -16,7 +16,8 @@ rounds, and reports for each pair the median of the rounds and the median unet /
 its spread (min..max over rounds): emulated timings are noisy, ratios within one run are what
 mean something. Context peers that have no unet twin run once per round beside them: rsockets
 (rstream) and kernel TCP over the VM's veth (sockperf ping-pong) at the latency sizes. --tests runs a subset (e.g. --tests
-am_lat,am_bw).
+am_lat,am_bw). The latency tests of the endpoint, direct access and active messages run over a
+sweep of sizes (--lat-sizes, 2 B to 4 KiB; perftest -a goes to 8 MiB), the plots' latency curves.
 
 User-level protocols: rstream's latency is its ping-pong (-I iterations of one transfer each way,
 usec/xfer = half round trip, as unet's t_typical median is of half round trips); its bandwidth is
@@ -55,6 +56,9 @@ LAT, BW = "lat", "bw"
 ULP_TESTS = ("dgram_lat", "stream_lat", "stream_bw")
 # The ulp pairs' sizes, as the issue names them: 64-byte ping-pongs, 64 KiB stream messages.
 ULP_LAT_SIZE, ULP_BW_SIZE = 64, 65536
+# Latency over a sweep of sizes, as perftest -a (2 bytes to 8 MiB) but shorter for a VM run:
+# across the ring channel's 256-byte slots and the path MTU. ulp's pairs stay at their 64 bytes.
+LAT_SIZES = "2,8,64,256,1024,4096"
 # unet_perf's default warm-up iterations, which ucx_perftest is given too (-w).
 WARMUP = {LAT: 100, BW: 0}
 # UCT's rc_verbs bcopy/zcopy active messages fit its bounce buffers (UCX_RC_VERBS_SEG_SIZE, 8256
@@ -72,7 +76,7 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--lat-iters", type=int, default=2000)
     p.add_argument("--bw-iters", type=int, default=2000)
-    p.add_argument("--lat-sizes", default="8,64,1024")
+    p.add_argument("--lat-sizes", default=LAT_SIZES)
     p.add_argument("--bw-sizes", default="64,65536")
     p.add_argument("--port", type=int, default=18515)
     p.add_argument("--timeout", type=int, default=300, help="seconds for any one process")
@@ -387,8 +391,9 @@ def cases(a, limits):
         out.append((f"ep_lat {s} B", LAT, s, "ep_lat", (), "ib_send_lat", "t_typical us", "RC"))
         out.append((f"ep_lat {s} B vs WRITE", LAT, s, "ep_lat", (), "ib_write_lat", "t_typical us", "RC"))
         out.append((f"ep_lat {s} B --noring", LAT, s, "ep_lat", ("--noring",), "ib_send_lat", "t_typical us", "RC"))
-    out.append(("da_write_lat 8 B", LAT, 8, "da_write_lat", (), "ib_write_lat", "t_typical us", "RC"))
-    out.append(("da_read_lat 8 B", LAT, 8, "da_read_lat", (), "ib_read_lat", "t_typical us", "RC"))
+    for s in a.lat_sizes:
+        out.append((f"da_write_lat {s} B", LAT, s, "da_write_lat", (), "ib_write_lat", "t_typical us", "RC"))
+        out.append((f"da_read_lat {s} B", LAT, s, "da_read_lat", (), "ib_read_lat", "t_typical us", "RC"))
     batch = ("--batch", str(EP_BW_BATCH))
     for s in a.bw_sizes:
         out.append((f"ep_bw {s} B --batch {EP_BW_BATCH}", BW, s, "ep_bw", batch, "ib_send_bw", bw_metric(s), "RC"))
@@ -397,11 +402,12 @@ def cases(a, limits):
     big = max(a.bw_sizes)
     out.append((f"da_write_bw {big} B", BW, big, "da_write_bw", (), "ib_write_bw", "BW average MB/s", "RC"))
     # Active messages, unet RC and UD each against ucx_perftest over rc_verbs: am_lat at 8 B and
-    # the ep_lat sizes, am_bw at the bw sizes (64 KiB becomes the largest payload), batched as ep_bw.
+    # the ep_lat sizes from 8 up (ucx_perftest's -s counts its 8-byte header), am_bw at the bw sizes
+    # (64 KiB becomes the largest payload), batched as ep_bw.
     window = ("--window", str(a.am_window))
     for transport in ("RC", "UD") if "am_lat" in a.tests or "am_bw" in a.tests else ():
         c = ("-c", transport)
-        for s in sorted({min(s, limits[transport]) for s in [8, *a.lat_sizes]}):
+        for s in sorted({min(max(s, 8), limits[transport]) for s in [8, *a.lat_sizes]}):
             out.append((f"am_lat {transport} {s} B", LAT, s, "am_lat", c, "ucx_perftest am_lat", "t_typical us",
                         transport))
             if transport == "UD":  # UCX's own UD transport beside its RC one

@@ -30,13 +30,14 @@ UNET_PERF = sys.argv.pop(1) if len(sys.argv) > 1 else "unet_perf"
 TESTS = [t for t in subprocess.run([UNET_PERF, "--list-tests"], capture_output=True, text=True,
                                    check=True).stdout.split() if t != "dgram_lat"]
 LIMITS = {"RC": 65535, "UD": 1000, "UD_MTU": 1024}
+LAT_SIZES = [int(s) for s in compare.LAT_SIZES.split(",")]  # the default sweep
 LAYER_FIGURES = ["endpoint.png", "direct.png", "am.png", "stream.png"]
 
 
 def synthetic_run(out):
     """Writes OUT/results.json and results.md (and the figures) as compare.py's main() would
     after two rounds."""
-    a = argparse.Namespace(lat_sizes=[8, 64, 1024], bw_sizes=[64, 65536], tests=TESTS, am_window=8,
+    a = argparse.Namespace(lat_sizes=LAT_SIZES, bw_sizes=[64, 65536], tests=TESTS, am_window=8,
                            device="rxe0", rounds=2, out=out)
     results = {}
     for name, kind, size, test, _, tool, metric, transport in compare.cases(a, LIMITS):
@@ -113,11 +114,15 @@ class ComparePlots(unittest.TestCase):
         for name, x in self.results.items():
             self.assertIn(x["metric"], metrics, f"{name}: in no panel of its layer's figure")
         ep = plots.layer_panels(self.results, "endpoint")
-        self.assertEqual(sorted(p[0] for p in ep["t_typical us"]["ep_lat vs WRITE"]),
-                         [8, 64, 1024])
+        self.assertEqual(sorted(p[0] for p in ep["t_typical us"]["ep_lat vs WRITE"]), LAT_SIZES)
+        da = plots.layer_panels(self.results, "direct")
+        for test in ("da_write_lat", "da_read_lat"):
+            self.assertEqual(sorted(p[0] for p in da["t_typical us"][test]), LAT_SIZES, test)
+        am = plots.layer_panels(self.results, "am")
+        self.assertEqual(sorted(p[0] for p in am["t_typical us"]["am_lat UD"]),
+                         [8, 64, 256, 1000], "UD's sweep from 8 B, clipped to its 1000 B")
         self.assertFalse([k for m in ep.values() for k in m if "--noring" in k],
                          "variants stay out of the layer figures")
-        am = plots.layer_panels(self.results, "am")
         self.assertEqual(sorted(p[0] for p in am["MsgRate Mpps"]["am_bw UD --batch 16"]),
                          [64, 1000], "UD's clipped 1000 B is a message rate, like 64 B")
         self.assertEqual([p[0] for p in am["BW average MB/s"]["am_bw RC --batch 16"]], [65535])
