@@ -34,7 +34,7 @@ for h in "${headers[@]}"; do
       base=${base%%<*}
       base=${base%"()"}
       # Not `tail | grep -q`: under pipefail, grep -q leaving early kills tail with SIGPIPE and
-      # the pipeline fails although the name was found (it did, under load).
+      # the pipeline fails although the name was found (under load it does).
       if ! grep -qw -- "$base" < <(tail -n +2 "$h"); then
         echo "$rel:1: the summary names '$n', which the header does not declare"
         bad=1

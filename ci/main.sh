@@ -3,7 +3,7 @@
 # ucx_perftest, rsockets and kernel TCP, interleaved, with unet / peer ratios, results.json,
 # results.md and plots) on whatever RDMA device exists: a real NIC or host rxe if this host has
 # one, else SoftRoCE inside ci/rxe-vm. Extra arguments go to bench/compare/compare.py (e.g.
-# --rounds 5). The older endpoint-vs-ib_send_lat headline is ci/headline.sh.
+# --rounds 5). The narrower endpoint-vs-ib_send_lat headline is ci/headline.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

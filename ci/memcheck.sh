@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # ci/memcheck.sh — device tests of a build under valgrind memcheck (issue 7).
 #
-#   ci/memcheck.sh BUILD_DIR                  the CI subset below (11 tests, about 2 1/4 minutes in ci/rxe-vm)
+#   ci/memcheck.sh BUILD_DIR                  the CI subset below
 #   ci/memcheck.sh BUILD_DIR FILTER...        the gtest FILTERs (joined with ':') in every device
 #                                             test executable that has a test matching them
 #   ci/memcheck.sh BUILD_DIR --all            every device test executable whole, and the examples
-#                                             (by hand: 155 gtest tests and 4 examples, 14 minutes in ci/rxe-vm)
+#                                             (by hand; its size and run time: tests/README.md)
 #
 # Meant for a device: inside the VM, `ci/rxe-vm --timeout 900 -- ci/memcheck.sh build`. Sets
 # UNET_REQUIRE_DEVICE=1, so a missing device fails instead of passing by skipping.
@@ -20,16 +20,14 @@
 #
 # The CI subset (the list below): tests that carry checked data through the device and tear
 # everything down (the data path and every destructor), one gtest process per layer, because
-# valgrind's own start costs about 25 s a process under TCG (a test alone took 30-55 s, most of it
-# that start, so the examples, one process each, stay in --all):
+# under TCG valgrind's own start is most of a short test's time (so the examples, one process
+# each, stay in --all; tests/README.md has the times):
 #
 #   tests/unet_device_tests          core endpoints RC and UD (base level), direct access with the
 #                                    registration cache (re-registration, eviction), memory windows,
 #                                    emulated endpoints, RC channels through rdma_cm
 #   tests/uam/unet_uam_device_tests  uam requests and replies over RC and UD
 #   tests/ulp/unet_ulp_device_tests  ulp datagrams (fragmented, 0 B to 64 KiB) and the stream
-#
-# In ci/rxe-vm (TCG, 2 vCPUs, host load ~6 on 2 cores): 46, 34 and 35 s; 134 s wall with the VM's boot.
 #
 # The tests' own timeouts are not scaled (no test reads a scale); the subset is the tests that pass
 # under valgrind as they are, with their assertions untouched.

@@ -17,8 +17,9 @@
 // back to RTS, so once the link is back a new channel between the same endpoints works. The other
 // end only loses its carrier: the kernel flushes its neighbour (ARP) entries, so its packets wait
 // in the neighbour queue for a resolution that fails after mcast_solicit * retrans_time_ms (3 s by
-// default) before they are dropped; RC reports kRetryExceeded only after that (6-9 s seen with the
-// defaults, 0.8-1 s with 100 ms), which the RC test sets to keep short, and its bound includes.
+// default) before they are dropped; RC reports kRetryExceeded only after that wait on every try
+// (times in tests/README.md): the RC test sets retrans_time_ms to 100 to keep it short, and its
+// bound includes it.
 // uam over UD fails both ends on its own timers (kRetryExceeded), the stream on its dead-peer
 // timeout (kTimeout). A new RC channel cannot be opened while the link is down (RTR:
 // ENETUNREACH). A LinkGuard brings the link back up on every path and waits for both ports to be

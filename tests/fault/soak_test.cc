@@ -10,12 +10,9 @@
 // failed connection). With a healthy link nothing is reported failed, so every message must be
 // delivered exactly once, in order and intact.
 //
-// The core layer's messages fit one packet each. With messages of up to 4000 bytes (four packets
-// at rxe's MTU of 1024), rxe's RC (Debian 6.1 kernel) failed its QP with "remote invalid request"
-// (its responder NAKed a request) after between 1.3k and 376k core messages on this link, also on
-// a commit before core's two-SGE and signaling changes. A retry in the middle of a multi-packet
-// send is the likely trigger; this was not confirmed in the kernel. Multi-packet RC messages over
-// this link are still tested, for a shorter time, by
+// The core layer's messages fit one packet each: on this link rxe's RC (Debian 6.1 kernel) fails
+// its QP now and then on multi-packet messages, "remote invalid request" (tests/README.md).
+// Multi-packet RC messages over this link are still tested, for a shorter time, by
 // LossyLink.RcDeliversEveryMessageOnceInOrderIntact. Should the core layer fail, it stops at once,
 // and the failure names the status.
 #include <gtest/gtest.h>
@@ -81,8 +78,8 @@ struct CoreLayer {
     c.free_queue_depth = 128;
     c.send_queue_depth = 128;
     c.ack_timeout = 10;  // ~4 ms, not the default 67 ms: a loss stalls the channel for this long
-    // rxe: 7 = retry for ever. Seven 4 ms timeouts in a row (a stall of the emulated responder)
-    // failed the QP once with retry exceeded; peer_death_test checks RC's bound on a dead peer.
+    // rxe: 7 = retry for ever, as a stall of the emulated responder can outlast seven 4 ms
+    // timeouts (tests/README.md); peer_death_test checks RC's bound on a dead peer.
     c.retry_count = 7;
     return c;
   }

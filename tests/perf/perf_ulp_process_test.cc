@@ -163,8 +163,8 @@ TEST(PerfUlpProcess, ALostDatagramIsATimeoutNotAHang) {
     std::this_thread::sleep_for(50ms);
   ASSERT_NE(client.out().find("#bytes"), std::string::npos) << client.err() << server.err();
   // Into the round: the header comes before either side has made its endpoint, agreed the size
-  // and swapped channel halves, which under emulation has taken more than 500 ms (the client
-  // then timed out on that handshake instead); 5 million round trips take minutes.
+  // and swapped channel halves, slow under emulation (bench/perf/README.md): stopped then, the
+  // client would fail on that handshake, not on the missing echo. 5M round trips take minutes.
   std::this_thread::sleep_for(3s);
   server.stop_now();
   const auto stopped = std::chrono::steady_clock::now();
