@@ -68,8 +68,8 @@ class ChannelTable {
 
  private:
   struct UdHash {
-    // The GID as two words, folded with the QPN by multiply-xorshift steps: a few instructions,
-    // where a byte-at-a-time hash cost ~200 per arrival.
+    // The GID as two words, folded with the QPN by multiply-xorshift steps: a few instructions
+    // per arrival, where a byte-at-a-time hash costs far more (core/README.md, "Performance").
     std::size_t operator()(const UdTag& t) const noexcept {
       std::uint64_t w[2];
       std::memcpy(w, t.gid.raw.data(), sizeof w);

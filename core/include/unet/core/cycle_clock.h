@@ -2,8 +2,8 @@
 //
 // perftest times with the CPU's cycle counter; so does unet's bench. This matters beyond taste:
 // in the SoftRoCE VM the guest clocksource is HPET, which has no vDSO, so every
-// std::chrono::steady_clock::now() there is a system call plus an emulated device read — several
-// microseconds inside a loop that measures ten. The counter is calibrated once against
+// std::chrono::steady_clock::now() there is a system call plus an emulated device read, too dear
+// for a loop that measures microseconds (core/README.md). The counter is calibrated once against
 // steady_clock; on non-x86 builds it falls back to steady_clock.
 #pragma once
 
