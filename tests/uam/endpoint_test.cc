@@ -270,7 +270,7 @@ TEST_P(UamTransport, CoalescedBurstArrivesWholeAndInOrder) {
 
 // A peer with smaller buffers bounds the channel: max_payload(ch, n) says how much, more is
 // refused with nothing sent, the largest arrives intact, and a coalesced burst never builds a
-// packet the peer cannot take (before, packets grew to our own 4 KiB and the channel failed).
+// packet the peer cannot take (one of our own 4 KiB would fail the channel).
 TEST_P(UamTransport, AChannelCarriesNoMoreThanThePeersBuffersHold) {
   UNET_REQUIRE_DEVICE();
   core::EndpointConfig small = net_config(GetParam());
@@ -621,9 +621,8 @@ TEST_P(UamTransport, PeerFailureCompletesOutstandingRequests) {
 }
 
 // RC: the peer is alive when the first keepalive goes out (its QP acknowledges it, but it never
-// polls, so it never answers) and dies afterwards. The survivor must keep probing and find out:
-// a single unanswered keepalive left it waiting forever (seen in CI when setting up took longer
-// than the 50 ms keepalive, so the first probe left with the requests).
+// polls, so it never answers) and dies afterwards. The survivor must keep probing and find out,
+// not wait forever on one unanswered keepalive (uam/README.md, "Failure").
 TEST(UamRc, APeerThatDiesAfterAnUnansweredKeepaliveIsStillFound) {
   UNET_REQUIRE_DEVICE();
   DoomedPeer d(net_config(core::Transport::kRc), 3);

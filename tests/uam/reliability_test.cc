@@ -266,7 +266,7 @@ TEST(ReliableSender, BackoffDoublesUntilASampleResetsIt) {
 
 // The SoftRoCE VM's case: round trips of 50 us, and now and then the peer's host stalls for
 // 5 ms without losing anything. With the default configuration, once the estimate has settled,
-// the stall must not cost a resend (a fixed 1 ms timeout resent every such message).
+// the stall must not cost a resend (uam/README.md: why the timeout adapts).
 TEST(ReliableSender, AFiveMillisecondStallIsNoResendOnceSettled) {
   ReliableSender tx(ReliabilityConfig{});
   Time t{};

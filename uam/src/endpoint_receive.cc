@@ -255,7 +255,7 @@ void Endpoint::complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept {
 // acknowledges without a receive buffer, every `keepalive` while the peer stays silent; a dead
 // peer's QP acknowledges nothing and the channel fails. (A credit message as keepalive could go
 // out only once until answered, or it would pile up in a slow peer's receive buffers: a peer
-// alive for that one and dead after it was never found.)
+// alive for that one and dead after it would never be found.)
 UNET_ALWAYS_INLINE
 void Endpoint::timers(Peer& p, Time t) noexcept {
   if (net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);

@@ -23,8 +23,7 @@
 // A packet holds one message or several back to back (a coalesced packet): every message but
 // the last has the more bit, and the last ends exactly where the packet ends. Each message is
 // whole, with its own header, sequence number and ack; a receiver reads them in order with
-// decode_front(). (Bit 4 was reserved before coalescing; a decoder that predates it refuses such
-// a packet as reserved bits, never misreads it.)
+// decode_front().
 //
 // What fits in a descriptor's 44 inline bytes (core::Descriptor::kInlineBytes): the header and up
 // to 3 argument words, with 28 - 8n bytes of payload beside n words (28, 20, 12, 4); four words
