@@ -26,8 +26,8 @@
 // Progress: poll(), or wait(timeout). Peer failure (a failed RC QP, an rdma_cm disconnect, UD
 // retries exhausted) completes every outstanding request, store and get of that channel with an
 // error, and later calls on it return kClosed; other channels keep working. A silent RC peer with
-// requests outstanding is probed once after `keepalive` of silence, so its death is noticed even
-// when we are idle.
+// requests outstanding is probed every `keepalive` while it stays silent, so its death is noticed
+// even when we are idle.
 // Over UD a probe (backing off from rto_initial) also asks a peer for credits or acks we lost.
 //
 // Threading: one thread, like core::Endpoint. Handlers run inside poll()/wait() and may call
