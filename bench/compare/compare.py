@@ -445,7 +445,7 @@ def cases(a, limits):
     # User-level protocols: the stream against rsockets and kernel TCP, datagrams against kernel
     # UDP, all over the device's netdev (rsockets on the device itself). The stream runs over UD,
     # as the paper's U-Net TCP did, and over RC (-c RC), the transport rsockets itself runs on (on
-    # rxe a UD send costs far more than an RC one: raw ib_send_lat -c UD is 1.5-1.8x RC in the VM).
+    # rxe a UD send costs far more than an RC one: ulp/README.md).
     if "stream_lat" in a.tests:
         for transport in ("UD", "RC"):
             tag = "" if transport == "UD" else " RC"
