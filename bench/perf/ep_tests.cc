@@ -118,16 +118,24 @@ SizeResult ep_lat(Round& r) {
   const bool checked = r.cfg.oob != OobKind::kIbSendLat;
   if (!tool) sync_go(*r.session);
 
-  if (!r.cfg.is_client()) {  // server: wait for each ping, check the first and last, echo it back
+  // Server: wait for each ping and answer it with a message of its size. The first and the last
+  // are checked; they are echoed byte for byte (the client checks those), and every one is when
+  // the client is ibv_rc_pingpong, which sends back what it received. The others go back
+  // unfilled, as ib_send_lat answers from a buffer it never writes.
+  if (!r.cfg.is_client()) {
     for (std::uint64_t it = 0; it < total; ++it) {
       progress.until(arrived, "ping from the client");
       expect_arrival(r, d, len);
       auto in = bytes_of(r.ep, d);
-      if (checked && (it == 0 || it + 1 == total))
+      const bool ends = checked && (it == 0 || it + 1 == total);
+      if (ends)
         if (std::string bad = tool ? check_tool_content(in) : check_pattern(in, it); !bad.empty())
           throw PerfError("ping " + std::to_string(it) + " of " + std::to_string(len) +
                           " bytes: " + bad);
-      send([&](std::span<std::byte> out) { std::memcpy(out.data(), in.data(), len); });
+      if (ends || (checked && tool))
+        send([&](std::span<std::byte> out) { std::memcpy(out.data(), in.data(), len); });
+      else
+        send(no_fill);
       done_with(r.ep, d);  // after the copy
     }
     // send() only queued the last echo; poll() posts it.
