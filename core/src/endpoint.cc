@@ -268,6 +268,7 @@ Status Endpoint::close_channel(ChannelId id) noexcept {
   if (ch.state != Channel::State::kOpen && ch.state != Channel::State::kFailed)
     return Status::kClosed;
   ch.state = Channel::State::kClosed;
+  ++channel_changes_;
   last_rc_qpn_ = 0;  // forget the remembered tag
   if (verbs::QueuePair* qp = ch.rc_qp()) {
     (void)v_->tags.remove(qp->qp_num());
@@ -296,6 +297,7 @@ int Endpoint::service_channels() noexcept {
     (void)v_->tags.remove(ch->cm->qp().qp_num());  // the QP is in ERROR: its sends flush
     last_rc_qpn_ = 0;
     ch->state = Channel::State::kClosed;
+    ++channel_changes_;
     stop_ring(*ch);  // as close_channel: the QP has left RTS
     ++closed;
   }

@@ -120,7 +120,7 @@ int Endpoint::poll() noexcept {
   return recovered + reaped + posted + reposted + rang;
 }
 
-int Endpoint::flush() noexcept { return send_queue_.empty() ? 0 : post_pending_sends(); }
+int Endpoint::flush_pending() noexcept { return post_pending_sends(); }
 
 bool Endpoint::ud_failed() const noexcept { return ud_ && lanes_[0]->failed; }
 
@@ -394,6 +394,7 @@ void Endpoint::abort_lane(Lane& lane, Status status) noexcept {
   lane.unsignaled = 0;
   if (lane.channel != kNoChannel && channels_[lane.channel]->state == Channel::State::kOpen) {
     channels_[lane.channel]->state = Channel::State::kFailed;
+    ++channel_changes_;
     stop_ring(*channels_[lane.channel]);  // its arrivals are dropped, as a failed channel's are
   }
 }

@@ -109,10 +109,6 @@ Status Endpoint::send_from(ChannelId ch, std::span<const std::byte> head, const 
   return push_op(ch, OpKind::kSend, local, len, nullptr, 0, tag, head);
 }
 
-Status Endpoint::completion(OpCompletion& out) noexcept {
-  return completions_.pop_into(out) ? Status::kOk : Status::kNoResource;
-}
-
 RegistrationCacheStats Endpoint::registration_stats() const noexcept {
   return v_->cache ? v_->cache->stats() : RegistrationCacheStats{};
 }

@@ -83,6 +83,7 @@ ChannelId Endpoint::adopt(ChannelId ch) {
   p->probe_interval = config_.reliability.rto_initial;
   peers_[ch] = std::move(p);
   open_.push_back(ch);
+  seen_channel_changes_ = kLookAgain;
   return ch;
 }
 

@@ -24,19 +24,23 @@ int Endpoint::poll() noexcept {
   // inside its own wait() (poll_now_ zero) read the clock themselves.
   const Time t = now();
   poll_now_ = t;
-  seal_all();  // packets composed since the last poll go out at the start of core's poll
-  const int n = net_->poll();  // arrivals run their handlers in here (core's upcall)
+  if (!bundled_.empty()) seal_all();  // packets composed since the last poll go out first
+  const int n = net_->poll();         // arrivals run their handlers in here (core's upcall)
   poll_now_ = Time{};
   if (n < 0) return n;
   op_completions();
   // A channel core's control path fails is failed below like any other.
   core::service_when_due(*net_, t, next_service_);
+  // A channel core closed or failed since the last look fails its peer (core counts those).
+  const bool recheck = net_->channel_changes() != seen_channel_changes_;
+  seen_channel_changes_ = net_->channel_changes();
   for (std::size_t i = 0; i < open_.size();) {  // timers may fail a peer, which leaves open_
     const ChannelId ch = open_[i];
-    timers(*peers_[ch], t);
+    timers(*peers_[ch], t, recheck);
     if (i < open_.size() && open_[i] == ch) ++i;
   }
-  const int f = flush();  // packets, replies and credits composed above go out now, not next poll
+  // Packets, replies and credits composed above go out now, not next poll.
+  const int f = bundled_.empty() ? net_->flush() : flush();
   if (f < 0) return f;
   return n + f;
 }
@@ -257,8 +261,8 @@ void Endpoint::complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept {
 // out only once until answered, or it would pile up in a slow peer's receive buffers: a peer
 // alive for that one and dead after it would never be found.)
 UNET_ALWAYS_INLINE
-void Endpoint::timers(Peer& p, Time t) noexcept {
-  if (net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);
+void Endpoint::timers(Peer& p, Time t, bool recheck) noexcept {
+  if (recheck && net_->channel_status(p.ch) != Status::kOk) return fail_peer(p, Status::kClosed);
   if (p.tx) {
     const Status s = p.tx->on_timer(
         t, [&](Seq q, std::uint64_t) { resend(p, q); }, [](Seq, std::uint64_t) {});

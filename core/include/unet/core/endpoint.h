@@ -269,6 +269,9 @@ class Endpoint {
   bool device_failed() const noexcept { return device_failed_; }
   // kOk for an open channel, kClosed for a closed or failed one, kNotFound for no such channel.
   Status channel_status(ChannelId ch) const noexcept;
+  // Counts channels closed or failed: a layer that watches channel_status() every poll need look
+  // again only when this has moved.
+  std::uint64_t channel_changes() const noexcept { return channel_changes_; }
   // Whether `ch` is a ring channel (both ends granted a ring).
   bool ring_channel(ChannelId ch) const noexcept;
 
@@ -300,7 +303,8 @@ class Endpoint {
   int poll() noexcept;
   // Posts the pending sends now (poll()'s first step alone), e.g. a reply an upcall pushed.
   // Returns how many were posted, or a negative value on a device error. Not from an upcall.
-  int flush() noexcept;
+  // Inline: the layers above call it every poll, mostly with nothing pending.
+  int flush() noexcept { return send_queue_.empty() ? 0 : flush_pending(); }
   // Pops the oldest arrival. kNoResource when the receive queue is empty. A non-inline arrival's
   // buffer belongs to the application until release(). Inline: an idle poll loop calls it every
   // time round.
@@ -345,8 +349,10 @@ class Endpoint {
   static constexpr std::size_t kMaxSendHead = 64;
   Status send_from(ChannelId ch, std::span<const std::byte> head, const void* local,
                    std::uint32_t len, std::uint64_t tag) noexcept;
-  // Pops the oldest operation completion; kNoResource when none.
-  Status completion(OpCompletion& out) noexcept;
+  // Pops the oldest operation completion; kNoResource when none. Inline, as receive().
+  Status completion(OpCompletion& out) noexcept {
+    return completions_.pop_into(out) ? Status::kOk : Status::kNoResource;
+  }
   // The registration cache's counters (pinned bytes, hits, evictions...).
   RegistrationCacheStats registration_stats() const noexcept;
   // Call before freeing or unmapping memory that write/read/send_from used: the cache forgets
@@ -409,6 +415,7 @@ class Endpoint {
   // The steps of poll(), declared inline: they are defined in endpoint_data.cc and used only
   // there, where each is inlined into poll() (its callers pay no call and return per step).
   inline int post_pending_sends() noexcept;
+  int flush_pending() noexcept;  // flush() with sends pending
   inline int reap() noexcept;
   // Handle completion i of the batch reap() just polled.
   inline void send_completed(std::size_t i) noexcept;
@@ -469,6 +476,7 @@ class Endpoint {
   EndpointConfig config_;
   EndpointStats stats_;
   std::uint32_t inline_threshold_ = 0;
+  std::uint64_t channel_changes_ = 0;  // channel_changes()
   std::uint32_t inline_post_limit_ = 0;
   // RC: the last arrival's QP number and its channel (QP numbers 0 and 1 are never RC QPs).
   std::uint32_t last_rc_qpn_ = 0;

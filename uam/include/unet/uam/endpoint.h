@@ -247,7 +247,7 @@ class Endpoint {
   inline Disposition run_reply(Peer& p, const Header& h, std::span<const std::byte> payload,
                                BufferId buffer) noexcept;
   inline void apply_ack(Peer& p, Seq ack, bool in_step, Time now) noexcept;
-  inline void timers(Peer& p, Time now) noexcept;
+  inline void timers(Peer& p, Time now, bool recheck) noexcept;
   inline void op_completions() noexcept;
   void fail_peer(Peer& p, Status status) noexcept;
   void complete(ChannelId ch, std::uint64_t cookie, Status s) noexcept;
@@ -279,6 +279,10 @@ class Endpoint {
   bool answered_ = false;
   Time poll_now_{};      // the clock as poll() read it; zero outside poll()
   Time next_service_{};  // when poll() next runs core's service_channels()
+  // core's channel_changes() when the timers last looked at every channel's status; a new peer
+  // sets it to kLookAgain, so the next poll looks.
+  static constexpr std::uint64_t kLookAgain = ~std::uint64_t{0};
+  std::uint64_t seen_channel_changes_ = kLookAgain;
   std::array<std::byte, core::Descriptor::kInlineBytes> scratch_{};
 };
 
