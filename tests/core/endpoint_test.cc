@@ -255,12 +255,15 @@ TEST_P(EndpointTest, FreedBuffersGoBackInBatchesWhileBusyAndAtOnceWhenIdle) {
 }
 
 TEST_P(EndpointTest, ClosedChannelRefusesSends) {
+  const std::uint64_t changes = a_->channel_changes();
   ASSERT_EQ(a_->close_channel(ab_), Status::kOk);
   EXPECT_EQ(a_->channel_status(ab_), Status::kClosed);
+  EXPECT_EQ(a_->channel_changes(), changes + 1) << "a close is a change of a channel";
   std::byte msg[4] = {};
   EXPECT_EQ(a_->send_inline(ab_, msg), Status::kClosed);
   EXPECT_EQ(a_->close_channel(ab_), Status::kClosed);
   EXPECT_EQ(a_->close_channel(ab_ + 50), Status::kNotFound);
+  EXPECT_EQ(a_->channel_changes(), changes + 1) << "refused closes change nothing";
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, EndpointTest,
@@ -399,11 +402,13 @@ TEST(EndpointRc, ProbeFindsADeadPeerAndCostsALiveOneNothing) {
   EXPECT_EQ(hub.stats().probes, static_cast<std::uint64_t>(n));
   // The peer goes away: the next probe fails the channel.
   x.reset();
+  const std::uint64_t changes = hub.channel_changes();
   ASSERT_EQ(hub.probe(hx), Status::kOk);
   const auto t0 = std::chrono::steady_clock::now();
   while (hub.channel_status(hx) == Status::kOk && std::chrono::steady_clock::now() - t0 < 10s)
     ASSERT_GE(hub.poll(), 0);
   EXPECT_EQ(hub.channel_status(hx), Status::kClosed);
+  EXPECT_EQ(hub.channel_changes(), changes + 1) << "a failed channel is a change";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
   OpCompletion failed;
   ASSERT_EQ(hub.completion(failed), Status::kOk);
