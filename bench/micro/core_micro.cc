@@ -14,8 +14,11 @@
 //   core_micro [google benchmark flags]      time per operation
 //   core_micro --count N                     each operation N times, no output (for callgrind)
 #include <benchmark/benchmark.h>
+#include <gflags/gflags.h>
 
+#include <algorithm>
 #include <array>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -25,11 +28,16 @@
 #include <string_view>
 #include <vector>
 
+#include "program_flags.h"
 #include "registration_cache.h"  // private to core: from core/src
 #include "unet/core/buffer_table.h"
 #include "unet/core/channel_table.h"
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
+
+DEFINE_uint64(count, 0,
+              "run each operation this many times, with no output (for callgrind); 0: time "
+              "them with Google Benchmark");
 
 namespace unet::core {
 namespace {
@@ -178,17 +186,31 @@ int run_counted(long n) {
 }  // namespace unet::core
 
 int main(int argc, char** argv) {
-  if (argc == 3 && std::string_view(argv[1]) == "--count") {
-    char* end = nullptr;
-    long n = std::strtol(argv[2], &end, 10);
-    if (*end != '\0' || n <= 0) {
-      std::fprintf(stderr, "core_micro: --count needs a positive number\n");
-      return 2;
+  const char* usage = "the host-side hot path, no device: time per operation, or --count N runs";
+  // --help: this program's flags, then Google Benchmark's (its Initialize prints them and exits).
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") {
+      int n = 2;
+      char help[] = "--help";
+      char* args[] = {argv[0], help, nullptr};
+      char** a = args;
+      (void)unet::cli::parse_flags(&n, &a, usage);
+      std::printf("\nGoogle Benchmark's flags:\n");
+      std::fflush(stdout);
+      n = 2;
+      args[1] = help;
+      benchmark::Initialize(&n, args);
+      return 0;
     }
-    return unet::core::run_counted(n);
+  benchmark::Initialize(&argc, argv);  // takes its --benchmark_* flags
+  if (!unet::cli::parse_flags(&argc, &argv, usage)) return 0;
+  if (argc > 1) {
+    std::fprintf(stderr, "core_micro: takes flags only, not '%s'\n", argv[1]);
+    return 2;
   }
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  if (FLAGS_count > 0)
+    return unet::core::run_counted(
+        static_cast<long>(std::min<std::uint64_t>(FLAGS_count, LONG_MAX)));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
