@@ -25,11 +25,10 @@
 
 #include "phase_timer.h"
 #include "program_flags.h"
+#include "sort_input.h"
 #include "splitmix64.h"
 
-// The flags of uam_sample_sort that set the input, with its defaults.
-DEFINE_uint64(keys, 16777216, "keys to sort, in total");
-DEFINE_uint64(samples, 4096, "keys each rank sends rank 0 to choose the splitters");
+// --keys and --samples are uam_sample_sort's (sort_input.cc); the seed is this program's.
 DEFINE_uint64(seed, 1, "seed of the input keys");
 
 using unet::uam::examples::bytes_text;
@@ -48,11 +47,12 @@ struct Params {
   std::uint64_t seed = 1;
 };
 
-// The flags' values, the ranges as uam_sample_sort checks them; throws std::invalid_argument.
+// The flags' values; throws std::invalid_argument for one out of its range.
 Params params() {
+  const unet::uam::examples::SortInput in = unet::uam::examples::sort_input();
   Params p;
-  p.keys = unet::cli::check_range("keys", FLAGS_keys, 1, 1ull << 32);
-  p.samples = unet::cli::check_range("samples", FLAGS_samples, 1, 1u << 20);
+  p.keys = in.keys;
+  p.samples = in.samples;
   p.seed = FLAGS_seed;
   return p;
 }

@@ -25,7 +25,6 @@
 // Rank 0 also times the steps of sample (samples in, sorting them) and of exchange (sizes,
 // windows, and the stores between two barriers), and then 20 barriers in a row: the figures
 // bench/compare/cluster_sort.py sets beside the same sort written with MPI.
-#include <gflags/gflags.h>
 
 #include <algorithm>
 #include <chrono>
@@ -40,12 +39,11 @@
 #include "group.h"
 #include "page_buffer.h"
 #include "phase_timer.h"
-#include "program_flags.h"
+#include "sort_input.h"
 #include "splitmix64.h"
 
-// This program's flags; example_main.cc defines the ones every example has.
-DEFINE_uint64(keys, 16777216, "keys to sort, in total");
-DEFINE_uint64(samples, 4096, "keys each rank sends rank 0 to choose the splitters");
+// This program's flags: --keys and --samples (sort_input.cc); example_main.cc defines the ones
+// every example has.
 
 using namespace unet;
 using namespace unet::uam;
@@ -404,8 +402,9 @@ int main(int argc, char** argv) {
   return example_main("sample_sort", summary, argc, argv, [](const CommonParams& common) {
     Params p;
     static_cast<CommonParams&>(p) = common;
-    p.keys = cli::check_range("keys", FLAGS_keys, 1, 1ull << 32);
-    p.samples = cli::check_range("samples", FLAGS_samples, 1, 1u << 20);
+    const SortInput in = sort_input();
+    p.keys = in.keys;
+    p.samples = in.samples;
     Program prog;
     // The registration cache holds what a rank stores from: at most its share of the keys.
     prog.max_pinned_bytes = [p](int ranks) {

@@ -1,0 +1,19 @@
+#include "sort_input.h"
+
+#include <gflags/gflags.h>
+
+#include "program_flags.h"
+
+DEFINE_uint64(keys, 16777216, "keys to sort, in total");
+DEFINE_uint64(samples, 4096, "keys each rank sends rank 0 to choose the splitters");
+
+namespace unet::uam::examples {
+
+SortInput sort_input() {
+  SortInput in;
+  in.keys = cli::check_range("keys", FLAGS_keys, 1, 1ull << 32);
+  in.samples = cli::check_range("samples", FLAGS_samples, 1, 1u << 20);
+  return in;
+}
+
+}  // namespace unet::uam::examples

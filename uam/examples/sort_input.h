@@ -1,0 +1,19 @@
+// The input of a sample sort, from the flags that set it: --keys and --samples, shared by
+// sample_sort and bench/compare's mpi_sample_sort so that both sort the same keys and take the
+// same samples (gflags, defined in sort_input.cc; the seed is each program's own).
+#pragma once
+
+#include <cstdint>
+
+namespace unet::uam::examples {
+
+struct SortInput {
+  std::uint64_t keys = 0;     // in total
+  std::uint64_t samples = 0;  // per rank
+};
+
+// --keys and --samples, each checked against its range; throws std::invalid_argument naming the
+// flag.
+SortInput sort_input();
+
+}  // namespace unet::uam::examples
