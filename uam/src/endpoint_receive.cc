@@ -39,7 +39,8 @@ int Endpoint::poll() noexcept {
     timers(*peers_[ch], t, recheck);
     if (i < open_.size() && open_[i] == ch) ++i;
   }
-  // Packets, replies and credits composed above go out now, not next poll.
+  // Packets, replies and credits composed above go out now, not next poll (flush() without the
+  // call into endpoint_send.cc when no packet is open).
   const int f = bundled_.empty() ? net_->flush() : flush();
   if (f < 0) return f;
   return n + f;

@@ -93,7 +93,7 @@ void Endpoint::seal_all() noexcept {
 }
 
 int Endpoint::flush() noexcept {
-  if (!bundled_.empty()) seal_all();
+  seal_all();
   return net_->flush();
 }
 
