@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -50,12 +51,13 @@ Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels,
     if (s != Status::kOk)
       throw std::logic_error("Group: handler registration refused: " + status_text(s));
   };
-  check(ep_.on_request(kArrive, [this](Token&, const Message&) {
-    ++arrivals_;
-    return Disposition::kDone;
-  }));
-  check(ep_.on_request(kRelease, [this](Token&, const Message&) {
-    ++releases_;
+  check(ep_.on_request(kArrive, [this](Token&, const Message& m) {
+    if (m.args.size() != 1 || m.args[0] >= arrivals_.size()) {
+      if (failure_.empty())
+        failure_ = "a malformed barrier message from rank " + std::to_string(rank_of(m.channel));
+      return Disposition::kDone;
+    }
+    ++arrivals_[m.args[0]];
     return Disposition::kDone;
   }));
   check(ep_.on_request(kMail, [this](Token&, const Message& m) {
@@ -169,17 +171,21 @@ void Group::get(int peer, const core::RemoteToken& remote, std::uint64_t offset,
       "get", peer);
 }
 
+// A dissemination barrier (Hensgen, Finkel and Manber): in round k every rank tells rank + 2^k
+// and waits for rank - 2^k, so after ceil(log2 N) rounds each has heard, directly or not, from
+// all. Round k's messages come from one rank only, in order, so counting them per round suffices.
 void Group::barrier() {
   if (++epoch_ == kill_epoch_) std::raise(SIGKILL);
-  if (rank_ == 0) {
-    const std::uint64_t want = epoch_ * static_cast<std::uint64_t>(size() - 1);
-    wait_until([&] { return arrivals_ >= want; }, "every rank at the barrier");
-    for (int r = 1; r < size(); ++r) request(r, kRelease, {});
-    ++releases_;
-    flush();  // not at the next poll: whatever rank 0 does next would hold every rank here
-  } else {
-    request(0, kArrive, {});
-    wait_until([&] { return releases_ >= epoch_; }, "rank 0 to release the barrier");
+  const int n = size();
+  for (std::uint64_t k = 0, step = 1; step < static_cast<std::uint64_t>(n); ++k, step *= 2) {
+    const int to = static_cast<int>((rank_ + step) % n);
+    const int from = static_cast<int>((rank_ + n - step) % n);
+    const std::uint64_t args[1] = {k};
+    request(to, kArrive, args);
+    char what[64];
+    std::snprintf(what, sizeof what, "rank %d at barrier %llu", from,
+                  static_cast<unsigned long long>(epoch_));
+    wait_until([&] { return arrivals_[k] >= epoch_; }, what);
   }
 }
 

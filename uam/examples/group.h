@@ -81,7 +81,8 @@ class Group {
            std::uint64_t cookie = 0);
 
   // --- collectives, all by requests ---
-  // Every rank arrives at rank 0, which then releases every rank.
+  // Returns once every rank has called it (a dissemination barrier: ceil(log2 N) rounds of one
+  // request each way, no rank in the middle).
   void barrier();
   // Tagged byte messages: send() splits `bytes` into medium requests (the copy is made before it
   // returns); recv() waits until the whole message of `tag` from `peer` is in. A rank may send to
@@ -104,8 +105,7 @@ class Group {
   void kill_at_barrier(std::uint64_t epoch) noexcept { kill_epoch_ = epoch; }
 
  private:
-  static constexpr HandlerId kArrive = kFirstGroupHandler, kRelease = kFirstGroupHandler + 1,
-                             kMail = kFirstGroupHandler + 2;
+  static constexpr HandlerId kArrive = kFirstGroupHandler, kMail = kFirstGroupHandler + 1;
   struct Mail {
     std::vector<std::byte> data;
     std::size_t got = 0;
@@ -131,8 +131,9 @@ class Group {
   bool idle_ = false;             // the last poll found nothing to do
   std::uint64_t idle_since_ = 0;  // when the first of the polls in a row that found nothing ran
   std::string failure_;           // the first failed operation, if any
-  std::uint64_t arrivals_ = 0, releases_ = 0, epoch_ = 0;
-  std::uint64_t kill_epoch_ = 0;  // kill_at_barrier()
+  std::array<std::uint64_t, 32> arrivals_{};  // barrier messages per round (up to 2^32 ranks)
+  std::uint64_t epoch_ = 0;                   // barriers entered
+  std::uint64_t kill_epoch_ = 0;              // kill_at_barrier()
   std::map<std::pair<int, std::uint32_t>, Mail> mail_;
 };
 
