@@ -23,7 +23,7 @@
 //              greatest key; rank 0 checks the totals against the input's and that
 //              max(rank i) <= min(rank i+1)
 // Rank 0 also times the steps of sample (samples in, sorting them) and of exchange (sizes,
-// windows, and the stores between two barriers), and then 20 barriers in a row: the figures
+// windows, and the stores between two barriers), and then barriers in a row: the figures
 // bench/compare/cluster_sort.py sets beside the same sort written with MPI.
 
 #include <algorithm>
@@ -176,15 +176,16 @@ class SampleSort {
     std::sort(mine_.begin(), mine_.end());
     if (p_.corrupt && me_ == n_ - 1 && mine_.size() > 0) mine_[mine_.size() / 2] ^= 1;
     phase_done("local sort");
-    // What one barrier costs, alone: kBarriers in a row, on rank 0's clock; before verify(), whose
+    // What one barrier costs, alone (sort_input.h), on rank 0's clock; before verify(), whose
     // output the launcher forwards while the ranks go on (that is not a barrier's cost).
-    constexpr int kBarriers = 20;
-    g_.barrier();
+    for (int i = 0; i < kBarriersWarmUp; ++i) g_.barrier();
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBarriers; ++i) g_.barrier();
-    const double barrier_us = 1e6 * seconds(std::chrono::steady_clock::now() - t0) / kBarriers;
+    for (int i = 0; i < kBarriersTimed; ++i) g_.barrier();
+    const double barrier_us = 1e6 * seconds(std::chrono::steady_clock::now() - t0) / kBarriersTimed;
     const int code = verify();
-    if (me_ == 0) std::printf("  barrier: %.1f us (mean of %d)\n", barrier_us, kBarriers);
+    if (me_ == 0)
+      std::printf("  barrier: %.1f us (mean of %d after %d)\n", barrier_us, kBarriersTimed,
+                  kBarriersWarmUp);
     return code;
   }
 

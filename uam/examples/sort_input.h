@@ -16,4 +16,8 @@ struct SortInput {
 // flag.
 SortInput sort_input();
 
+// The barrier figure both sorts print, as OSU's osu_barrier takes it: the mean of kBarriersTimed
+// barriers in a row after kBarriersWarmUp untimed ones (the first after a long phase is slow).
+inline constexpr int kBarriersWarmUp = 20, kBarriersTimed = 200;
+
 }  // namespace unet::uam::examples
