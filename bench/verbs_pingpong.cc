@@ -8,6 +8,7 @@
 // the timestamp taken just before each post, every 32nd send signaled and reaped at once,
 // latency = half the gap between consecutive posts. `--raw` runs the very same loop calling
 // libibverbs directly instead of through unet::verbs, which isolates what the wrapper costs.
+// `--exchange`: both sides send, then wait for the other's message; t is one such exchange.
 #include <gflags/gflags.h>
 
 #include <chrono>
@@ -36,6 +37,9 @@ DEFINE_uint64(warmup, 100, "untimed iterations before the timed ones");
 DEFINE_int32(I, -1, "inline threshold in bytes (default: the device's maximum)");
 DEFINE_bool(raw, false, "call libibverbs directly in the timed loop (baseline for the wrapper)");
 DEFINE_int32(timeout_ms, 20000, "limit for connecting and for each completion");
+DEFINE_bool(exchange, false,
+            "both sides send at once, then each waits for the other's message: the time of one "
+            "exchange (a two-rank barrier's bound), not half a round trip");
 
 using namespace unet;
 using namespace unet::verbs;
@@ -176,7 +180,7 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
   };
 
   for (std::size_t it = 0; it < total; ++it) {
-    if (client) {
+    if (client || FLAGS_exchange) {
       stamps[it] = core::CycleClock::now();
       send(it);
       receive();
@@ -190,7 +194,7 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
   if (client) {
     half_rtt.reserve(FLAGS_n);
     for (std::size_t it = FLAGS_warmup; it < total; ++it)
-      half_rtt.push_back(clock.to_us(stamps[it + 1] - stamps[it]) / 2);
+      half_rtt.push_back(clock.to_us(stamps[it + 1] - stamps[it]) / (FLAGS_exchange ? 1 : 2));
   }
   return half_rtt;
 }
@@ -226,10 +230,11 @@ int main(int argc, char** argv) {
         "---------------------------------------------------------------------------------------"
         "\n");
     std::printf(
-        " %s: RC SEND/RECV ping-pong, device %s, %s, %zu warm-up iterations excluded\n"
+        " %s: RC SEND/RECV %s, device %s, %s, %zu warm-up iterations excluded\n"
         " cycle counter: %.1f ticks/usec, calibrated against CLOCK_MONOTONIC\n",
-        FLAGS_raw ? "raw libibverbs (baseline)" : "unet verbs layer", c.ctx->name().c_str(),
-        FLAGS_s <= c.qp->caps().max_inline_data ? "inline" : "not inline",
+        FLAGS_raw ? "raw libibverbs (baseline)" : "unet verbs layer",
+        FLAGS_exchange ? "exchange (t: one exchange, both ways at once)" : "ping-pong",
+        c.ctx->name().c_str(), FLAGS_s <= c.qp->caps().max_inline_data ? "inline" : "not inline",
         static_cast<std::size_t>(FLAGS_warmup), ticks_per_us);
     bench::print_latency_header(stdout);
     bench::print_latency_row(stdout, FLAGS_s, FLAGS_n, bench::compute_latency(lat));
