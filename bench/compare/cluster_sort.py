@@ -34,7 +34,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PHASES = ("generate", "sample", "partition", "exchange", "local sort", "verify", "total")
+PHASES = ("generate", "sample", "partition", "exchange", "local sort", "barriers", "verify", "total")
 PROGRAMS = ("unet", "mpi")
 
 
