@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -182,10 +181,9 @@ void Group::barrier() {
     const int from = static_cast<int>((rank_ + n - step) % n);
     const std::uint64_t args[1] = {k};
     request(to, kArrive, args);
-    char what[64];
-    std::snprintf(what, sizeof what, "rank %d at barrier %llu", from,
-                  static_cast<unsigned long long>(epoch_));
-    wait_until([&] { return arrivals_[k] >= epoch_; }, what);
+    wait_until(
+        [&] { return arrivals_[k] >= epoch_; },
+        [&] { return "rank " + std::to_string(from) + " at barrier " + std::to_string(epoch_); });
   }
 }
 

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -51,14 +52,19 @@ class Group {
 
   // --- progress ---
   // Posts what we queued, then polls until done() holds. Throws std::runtime_error naming `what`
-  // after the timeout, or as soon as one of our requests, stores or gets completed with an error.
-  template <class Done>
-  void wait_until(const Done& done, std::string_view what) {
+  // (a string, or a function that makes one, called only then) after the timeout, or as soon as
+  // one of our requests, stores or gets completed with an error.
+  template <class Done, class What>
+  void wait_until(const Done& done, const What& what) {
     flush();  // done() may hold already: what we queued must not wait for whatever comes next
     const std::uint64_t deadline = core::CycleClock::now() + patience_;
     while (!done()) {
       progress();
-      if (core::CycleClock::now() > deadline) timed_out(what);
+      if (core::CycleClock::now() <= deadline) continue;
+      if constexpr (std::is_invocable_v<const What&>)
+        timed_out(what());
+      else
+        timed_out(what);
     }
   }
   // One step of progress: poll; after idle polls for a round trip and more, yield the CPU between
