@@ -32,10 +32,10 @@
 DEFINE_uint64(seed, 1, "seed of the input keys");
 
 using unet::uam::examples::bytes_text;
-using unet::uam::examples::kBarriersTimed;
-using unet::uam::examples::kBarriersWarmUp;
 using unet::uam::examples::PhaseTimer;
+using unet::uam::examples::print_barrier;
 using unet::uam::examples::splitmix64;
+using unet::uam::examples::time_barriers;
 
 namespace {
 
@@ -75,15 +75,10 @@ class Sort {
     std::sort(mine_.begin(), mine_.end());
     phase_done("local sort");
     // Before verify(), whose output the launcher forwards while the ranks go on (as sample_sort).
-    for (int i = 0; i < kBarriersWarmUp; ++i) MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = Clock::now();
-    for (int i = 0; i < kBarriersTimed; ++i) MPI_Barrier(MPI_COMM_WORLD);
-    const double barrier_us = 1e6 * seconds(Clock::now() - t0) / kBarriersTimed;
+    const double barrier_us = time_barriers([] { MPI_Barrier(MPI_COMM_WORLD); });
     timer_.end("barriers");  // their own phase: not verify's time
     const int code = verify();
-    if (me_ == 0)
-      std::printf("  barrier: %.1f us (mean of %d after %d)\n", barrier_us, kBarriersTimed,
-                  kBarriersWarmUp);
+    if (me_ == 0) print_barrier(barrier_us);
     return code;
   }
 

@@ -178,15 +178,10 @@ class SampleSort {
     phase_done("local sort");
     // What one barrier costs, alone (sort_input.h), on rank 0's clock; before verify(), whose
     // output the launcher forwards while the ranks go on (that is not a barrier's cost).
-    for (int i = 0; i < kBarriersWarmUp; ++i) g_.barrier();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBarriersTimed; ++i) g_.barrier();
-    const double barrier_us = 1e6 * seconds(std::chrono::steady_clock::now() - t0) / kBarriersTimed;
+    const double barrier_us = time_barriers([&] { g_.barrier(); });
     timer_.end("barriers");  // their own phase: not verify's time
     const int code = verify();
-    if (me_ == 0)
-      std::printf("  barrier: %.1f us (mean of %d after %d)\n", barrier_us, kBarriersTimed,
-                  kBarriersWarmUp);
+    if (me_ == 0) print_barrier(barrier_us);
     return code;
   }
 

@@ -2,6 +2,8 @@
 
 #include <gflags/gflags.h>
 
+#include <cstdio>
+
 #include "program_flags.h"
 
 DEFINE_uint64(keys, 16777216, "keys to sort, in total");
@@ -14,6 +16,10 @@ SortInput sort_input() {
   in.keys = cli::check_range("keys", FLAGS_keys, 1, 1ull << 32);
   in.samples = cli::check_range("samples", FLAGS_samples, 1, 1u << 20);
   return in;
+}
+
+void print_barrier(double us) {
+  std::printf("  barrier: %.1f us (mean of %d after %d)\n", us, kBarriersTimed, kBarriersWarmUp);
 }
 
 }  // namespace unet::uam::examples

@@ -3,6 +3,7 @@
 // same samples (gflags, defined in sort_input.cc; the seed is each program's own).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 namespace unet::uam::examples {
@@ -19,5 +20,18 @@ SortInput sort_input();
 // The barrier figure both sorts print, as OSU's osu_barrier takes it: the mean of kBarriersTimed
 // barriers in a row after kBarriersWarmUp untimed ones (the first after a long phase is slow).
 inline constexpr int kBarriersWarmUp = 20, kBarriersTimed = 200;
+
+// Runs `barrier()` as above; returns the mean of the timed ones in microseconds.
+template <class Barrier>
+double time_barriers(const Barrier& barrier) {
+  for (int i = 0; i < kBarriersWarmUp; ++i) barrier();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kBarriersTimed; ++i) barrier();
+  const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - t0;
+  return took.count() / kBarriersTimed;
+}
+
+// Prints the barrier line bench/compare/cluster_sort.py reads.
+void print_barrier(double us);
 
 }  // namespace unet::uam::examples
