@@ -135,7 +135,8 @@ struct RawOps {
   int poll_recv(WorkCompletion& wc) { return ibv_poll_cq(rcq, 1, &wc); }
 };
 
-// One ping-pong run: the client's half round trips in microseconds (empty on the server).
+// One run: the client's half round trips (with --exchange: whole exchanges) in microseconds
+// (empty on the server).
 template <class Ops>
 std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_us) {
   const std::size_t size = FLAGS_s, total = FLAGS_warmup + FLAGS_n;
@@ -190,13 +191,13 @@ std::vector<double> run(Connection& c, Ops ops, bool client, double& ticks_per_u
     }
   }
   stamps[total] = core::CycleClock::now();
-  std::vector<double> half_rtt;
+  std::vector<double> times;
   if (client) {
-    half_rtt.reserve(FLAGS_n);
+    times.reserve(FLAGS_n);
     for (std::size_t it = FLAGS_warmup; it < total; ++it)
-      half_rtt.push_back(clock.to_us(stamps[it + 1] - stamps[it]) / (FLAGS_exchange ? 1 : 2));
+      times.push_back(clock.to_us(stamps[it + 1] - stamps[it]) / (FLAGS_exchange ? 1 : 2));
   }
-  return half_rtt;
+  return times;
 }
 
 }  // namespace
