@@ -33,9 +33,13 @@ DEFINE_uint64(seed, 1, "seed of the input keys");
 
 using unet::uam::examples::bytes_text;
 using unet::uam::examples::PhaseTimer;
-using unet::uam::examples::print_barrier;
+using unet::uam::examples::kBarrier;
+using unet::uam::examples::kBucketSizes;
+using unet::uam::examples::kSamplesAndSplitters;
+using unet::uam::examples::print_repeated;
+using unet::uam::examples::Repeated;
 using unet::uam::examples::splitmix64;
-using unet::uam::examples::time_barriers;
+using unet::uam::examples::time_repeated;
 
 namespace {
 
@@ -75,10 +79,14 @@ class Sort {
     std::sort(mine_.begin(), mine_.end());
     phase_done("local sort");
     // Before verify(), whose output the launcher forwards while the ranks go on (as sample_sort).
-    const double barrier_us = time_barriers([] { MPI_Barrier(MPI_COMM_WORLD); });
-    timer_.end("barriers");  // their own phase: not verify's time
+    const double us[3] = {time_repeated(kBarrier, [] { MPI_Barrier(MPI_COMM_WORLD); }),
+                          time_repeated(kSamplesAndSplitters, [&] { samples_and_splitters(); }),
+                          time_repeated(kBucketSizes, [&] { bucket_sizes(); })};
+    phase_done("latency steps");  // a phase of their own: not verify's time
     const int code = verify();
-    if (me_ == 0) print_barrier(barrier_us);
+    if (me_ == 0)
+      for (int i = 0; const Repeated& r : {kBarrier, kSamplesAndSplitters, kBucketSizes})
+        print_repeated(r, us[i++]);
     return code;
   }
 
@@ -120,6 +128,20 @@ class Sort {
     MPI_Bcast(splitters_.data(), n_ - 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   }
 
+  // The sample phase's messages again, without rank 0's sort (as sample_sort's).
+  void samples_and_splitters() {
+    std::vector<std::uint64_t> all(me_ == 0 ? p_.samples * n_ : 0);
+    MPI_Gather(samples_.data(), static_cast<int>(p_.samples), MPI_UINT64_T, all.data(),
+               static_cast<int>(p_.samples), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    MPI_Bcast(splitters_.data(), n_ - 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  }
+
+  // How many keys we have for each rank, to each; how many each has for us, into recv_count_.
+  void bucket_sizes() {
+    recv_count_.resize(n_);
+    MPI_Alltoall(send_count_.data(), 1, MPI_INT, recv_count_.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  }
+
   void partition() {
     std::vector<std::uint16_t> dest(keys_.size());
     send_count_.assign(n_, 0);
@@ -138,19 +160,19 @@ class Sort {
 
   void exchange() {
     const auto t0 = Clock::now();
-    std::vector<int> recv_count(n_), recv_at(n_, 0);
-    MPI_Alltoall(send_count_.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    bucket_sizes();
     const auto t_sizes = Clock::now();
-    for (int r = 1; r < n_; ++r) recv_at[r] = recv_at[r - 1] + recv_count[r - 1];
-    mine_.resize(static_cast<std::size_t>(recv_at[n_ - 1]) + recv_count[n_ - 1]);
+    std::vector<int> recv_at(n_, 0);
+    for (int r = 1; r < n_; ++r) recv_at[r] = recv_at[r - 1] + recv_count_[r - 1];
+    mine_.resize(static_cast<std::size_t>(recv_at[n_ - 1]) + recv_count_[n_ - 1]);
     MPI_Barrier(MPI_COMM_WORLD);  // the buckets start together, as the unet sort's stores
     const auto t1 = Clock::now();
     MPI_Alltoallv(parted_.data(), send_count_.data(), send_at_.data(), MPI_UINT64_T, mine_.data(),
-                  recv_count.data(), recv_at.data(), MPI_UINT64_T, MPI_COMM_WORLD);
+                  recv_count_.data(), recv_at.data(), MPI_UINT64_T, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t2 = Clock::now();
     for (int r = 0; r < n_; ++r)
-      if (r != me_) moved_ += std::uint64_t(recv_count[r]) * sizeof(std::uint64_t);
+      if (r != me_) moved_ += std::uint64_t(recv_count_[r]) * sizeof(std::uint64_t);
     const std::uint64_t out = (parted_.size() - send_count_[me_]) * sizeof(std::uint64_t);
     exchange_seconds_ = seconds(t2 - t1);
     char note[160];
@@ -213,7 +235,7 @@ class Sort {
   const int me_, n_;
   PhaseTimer timer_;
   std::vector<std::uint64_t> keys_, samples_, splitters_, parted_, mine_;
-  std::vector<int> send_count_, send_at_;
+  std::vector<int> send_count_, send_at_, recv_count_;
   std::uint64_t sum_before_ = 0, xor_before_ = 0, moved_ = 0;
   double exchange_seconds_ = 0;
   std::string sample_note_, exchange_note_;

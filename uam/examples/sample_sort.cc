@@ -23,8 +23,10 @@
 //              greatest key; rank 0 checks the totals against the input's and that
 //              max(rank i) <= min(rank i+1)
 // Rank 0 also times the steps of sample (samples in, sorting them) and of exchange (sizes,
-// windows, and the stores between two barriers), and then barriers in a row: the figures
-// bench/compare/cluster_sort.py sets beside the same sort written with MPI.
+// windows, and the stores between two barriers); after the local sort, the latency steps phase
+// runs the latency-bound steps again on their own, many times each (sort_input.h): barriers,
+// samples and splitters, bucket sizes. These are the figures bench/compare/cluster_sort.py sets
+// beside the same sort written with MPI.
 
 #include <algorithm>
 #include <chrono>
@@ -176,12 +178,16 @@ class SampleSort {
     std::sort(mine_.begin(), mine_.end());
     if (p_.corrupt && me_ == n_ - 1 && mine_.size() > 0) mine_[mine_.size() / 2] ^= 1;
     phase_done("local sort");
-    // What one barrier costs, alone (sort_input.h), on rank 0's clock; before verify(), whose
-    // output the launcher forwards while the ranks go on (that is not a barrier's cost).
-    const double barrier_us = time_barriers([&] { g_.barrier(); });
-    timer_.end("barriers");  // their own phase: not verify's time
+    // What each latency-bound step costs alone (sort_input.h), on rank 0's clock; before
+    // verify(), whose output the launcher forwards while the ranks go on.
+    const double us[3] = {time_repeated(kBarrier, [&] { g_.barrier(); }),
+                          time_repeated(kSamplesAndSplitters, [&] { samples_and_splitters(); }),
+                          time_repeated(kBucketSizes, [&] { bucket_sizes(); })};
+    phase_done("latency steps");  // a phase of their own: not verify's time
     const int code = verify();
-    if (me_ == 0) print_barrier(barrier_us);
+    if (me_ == 0)
+      for (int i = 0; const Repeated& r : {kBarrier, kSamplesAndSplitters, kBucketSizes})
+        print_repeated(r, us[i++]);
     return code;
   }
 
@@ -231,6 +237,31 @@ class SampleSort {
       throw std::runtime_error("wrong number of splitters");
   }
 
+  // The sample phase's messages again, without rank 0's sort: the samples to rank 0, the
+  // splitters we have back from it.
+  void samples_and_splitters() {
+    g_.send(0, kTagSamples, bytes_of(samples_));
+    if (me_ == 0) {
+      for (int r = 0; r < n_; ++r) (void)g_.recv(r, kTagSamples);
+      for (int r = 0; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(splitters_));
+    }
+    if (from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters)) != splitters_)
+      throw std::runtime_error("other splitters than the sample phase's");
+  }
+
+  // One request to each peer with how many keys we have for it; returns when every peer's has
+  // come. Each peer sends one per call, so the count of all that came tells.
+  void bucket_sizes() {
+    for (int k = 1; k < n_; ++k) {
+      const int peer = (me_ + k) % n_;
+      const std::uint64_t words[1] = {size_[peer]};
+      g_.request(peer, kBucketSize, words);
+    }
+    incoming_[me_] = size_[me_];
+    sizes_due_ += n_ - 1;
+    g_.wait_until([&] { return sizes_in_ >= sizes_due_; }, "the bucket sizes of every rank");
+  }
+
   // Bucket b gets the keys in [splitter b-1, splitter b): rank b's range. Each bucket starts on a
   // page of its own, so the page-aligned chunks it is stored in register apart.
   void partition() {
@@ -257,13 +288,7 @@ class SampleSort {
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     // 1. How many keys we have for each peer: one request each.
-    for (int k = 1; k < n_; ++k) {
-      const int peer = (me_ + k) % n_;
-      const std::uint64_t words[1] = {size_[peer]};
-      g_.request(peer, kBucketSize, words);
-    }
-    incoming_[me_] = size_[me_];
-    g_.wait_until([&] { return sizes_in_ == n_ - 1; }, "the bucket sizes of every rank");
+    bucket_sizes();
     const auto t_sizes = Clock::now();
 
     // 2. One receive array, in rank order; each sender gets a window over exactly its part.
@@ -386,7 +411,9 @@ class SampleSort {
   // Written by the handlers.
   std::vector<std::uint64_t> incoming_;    // bucket sizes, by sender
   std::vector<core::RemoteToken> window_;  // where to store, by receiver
-  int sizes_in_ = 0, windows_in_ = 0;
+  int windows_in_ = 0;
+  std::uint64_t sizes_in_ = 0;
+  std::uint64_t sizes_due_ = 0;  // bucket_sizes(): what sizes_in_ reaches once all have come
   std::uint64_t bytes_in_ = 0;
 };
 

@@ -18,8 +18,8 @@ SortInput sort_input() {
   return in;
 }
 
-void print_barrier(double us) {
-  std::printf("  barrier: %.1f us (mean of %d after %d)\n", us, kBarriersTimed, kBarriersWarmUp);
+void print_repeated(const Repeated& r, double us) {
+  std::printf("  %s: %.1f us (mean of %d after %d)\n", r.name, us, r.timed, r.warm_up);
 }
 
 }  // namespace unet::uam::examples

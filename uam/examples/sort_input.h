@@ -17,21 +17,28 @@ struct SortInput {
 // flag.
 SortInput sort_input();
 
-// The barrier figure both sorts print, as OSU's osu_barrier takes it: the mean of kBarriersTimed
-// barriers in a row after kBarriersWarmUp untimed ones (the first after a long phase is slow).
-inline constexpr int kBarriersWarmUp = 20, kBarriersTimed = 200;
+// The latency-bound steps both sorts time again on their own after the sort, as OSU's
+// benchmarks take a latency: the mean of `timed` runs in a row after `warm_up` untimed ones. In
+// the sort each runs once, right after a long phase, when the first messages are slow.
+struct Repeated {
+  const char* name;  // as printed: "  NAME: X us (mean of T after W)"
+  int warm_up, timed;
+};
+inline constexpr Repeated kBarrier{"barrier", 20, 200};
+inline constexpr Repeated kSamplesAndSplitters{"samples and splitters", 10, 50};
+inline constexpr Repeated kBucketSizes{"bucket sizes", 20, 200};
 
-// Runs `barrier()` as above; returns the mean of the timed ones in microseconds.
-template <class Barrier>
-double time_barriers(const Barrier& barrier) {
-  for (int i = 0; i < kBarriersWarmUp; ++i) barrier();
+// Runs `step()` as `r` says; returns the mean of the timed runs in microseconds.
+template <class Step>
+double time_repeated(const Repeated& r, const Step& step) {
+  for (int i = 0; i < r.warm_up; ++i) step();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < kBarriersTimed; ++i) barrier();
+  for (int i = 0; i < r.timed; ++i) step();
   const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - t0;
-  return took.count() / kBarriersTimed;
+  return took.count() / r.timed;
 }
 
-// Prints the barrier line bench/compare/cluster_sort.py reads.
-void print_barrier(double us);
+// Prints the line bench/compare/cluster_sort.py reads.
+void print_repeated(const Repeated& r, double us);
 
 }  // namespace unet::uam::examples
