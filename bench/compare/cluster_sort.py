@@ -68,7 +68,7 @@ def run(cmd, timeout):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     if r.returncode != 0:
         sys.stderr.write(r.stdout)
-        raise RunFailed("%s exited %d" % (os.path.basename(cmd[-3]), r.returncode))
+        raise RunFailed("%s exited %d" % (os.path.basename(cmd[cmd.index("--") + 1]), r.returncode))
     return r.stdout, time.time() - t0
 
 
