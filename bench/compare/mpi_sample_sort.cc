@@ -32,12 +32,14 @@
 DEFINE_uint64(seed, 1, "seed of the input keys");
 
 using unet::uam::examples::bytes_text;
-using unet::uam::examples::PhaseTimer;
 using unet::uam::examples::kBarrier;
 using unet::uam::examples::kBucketSizes;
 using unet::uam::examples::kSamplesAndSplitters;
+using unet::uam::examples::PhaseTimer;
 using unet::uam::examples::print_repeated;
 using unet::uam::examples::Repeated;
+using unet::uam::examples::sample_note;
+using unet::uam::examples::SampleTimes;
 using unet::uam::examples::splitmix64;
 using unet::uam::examples::time_repeated;
 
@@ -120,10 +122,7 @@ class Sort {
       const auto t1 = Clock::now();
       std::sort(all.begin(), all.end());
       for (int j = 1; j < n_; ++j) splitters_[j - 1] = all[all.size() * j / n_];
-      char note[96];
-      std::snprintf(note, sizeof note, "rank 0: samples in %.3f ms, sorting them %.3f ms",
-                    1e3 * seconds(t1 - t0), 1e3 * seconds(Clock::now() - t1));
-      sample_note_ = note;
+      sample_times_ = {1e3 * seconds(t1 - t0), 1e3 * seconds(Clock::now() - t1)};
     }
     MPI_Bcast(splitters_.data(), n_ - 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   }
@@ -203,7 +202,7 @@ class Sort {
     MPI_Gather(ends, 2, MPI_UINT64_T, all_ends.data(), 2, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     if (me_ != 0) return 0;
     timer_.end("verify");
-    timer_.annotate("sample", sample_note_);
+    timer_.annotate("sample", sample_note(sample_times_));
     timer_.annotate("exchange", exchange_note_);
     bool ok = total[0] == p_.keys && total[1] == total[2] && xtotal[0] == xtotal[1] &&
               total[3] == std::uint64_t(n_);
@@ -238,7 +237,8 @@ class Sort {
   std::vector<int> send_count_, send_at_, recv_count_;
   std::uint64_t sum_before_ = 0, xor_before_ = 0, moved_ = 0;
   double exchange_seconds_ = 0;
-  std::string sample_note_, exchange_note_;
+  SampleTimes sample_times_;  // rank 0's
+  std::string exchange_note_;
 };
 
 }  // namespace

@@ -97,6 +97,13 @@ std::vector<T> from_bytes(const std::vector<std::byte>& b) {
   std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
   return v;
 }
+// Appends the T values in `b` to `v`.
+template <class T>
+void append_bytes(std::vector<T>& v, const std::vector<std::byte>& b) {
+  const std::size_t at = v.size();
+  v.resize(at + b.size() / sizeof(T));
+  std::memcpy(v.data() + at, b.data(), (v.size() - at) * sizeof(T));
+}
 
 double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -211,28 +218,26 @@ class SampleSort {
       samples_.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
   }
 
-  // S random keys of each rank go to rank 0 (requests); rank 0 sorts them and sends every rank
-  // the N-1 splitters (requests).
+  // S random keys of each rank go to rank 0 (requests); rank 0 sorts them and sends every other
+  // rank the N-1 splitters (requests). Rank 0's own samples and splitters stay where they are (as
+  // MPI_Gather and MPI_Bcast leave the root's), and the others' are copied once, into `all`.
   void sample() {
     const auto t0 = std::chrono::steady_clock::now();
-    g_.send(0, kTagSamples, bytes_of(samples_));
-    if (me_ == 0) {
-      std::vector<std::uint64_t> all;
-      for (int r = 0; r < n_; ++r) {
-        const auto s = from_bytes<std::uint64_t>(g_.recv(r, kTagSamples));
-        all.insert(all.end(), s.begin(), s.end());
-      }
+    if (me_ != 0) {
+      g_.send(0, kTagSamples, bytes_of(samples_));
+      splitters_ = from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters));
+    } else {
+      std::vector<std::uint64_t> all(samples_);
+      all.reserve(samples_.size() * n_);
+      for (int r = 1; r < n_; ++r) append_bytes(all, g_.recv(r, kTagSamples));
       const auto t1 = std::chrono::steady_clock::now();
       std::sort(all.begin(), all.end());
-      char note[96];
-      std::snprintf(note, sizeof note, "rank 0: samples in %.3f ms, sorting them %.3f ms",
-                    1e3 * seconds(t1 - t0), 1e3 * seconds(std::chrono::steady_clock::now() - t1));
-      sample_note_ = note;
-      std::vector<std::uint64_t> split;
-      for (int j = 1; j < n_; ++j) split.push_back(all.empty() ? 0 : all[all.size() * j / n_]);
-      for (int r = 0; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(split));
+      sample_times_ = {1e3 * seconds(t1 - t0),
+                       1e3 * seconds(std::chrono::steady_clock::now() - t1)};
+      splitters_.clear();
+      for (int j = 1; j < n_; ++j) splitters_.push_back(all.empty() ? 0 : all[all.size() * j / n_]);
+      for (int r = 1; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(splitters_));
     }
-    splitters_ = from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters));
     if (splitters_.size() != static_cast<std::size_t>(n_ - 1))
       throw std::runtime_error("wrong number of splitters");
   }
@@ -240,13 +245,14 @@ class SampleSort {
   // The sample phase's messages again, without rank 0's sort: the samples to rank 0, the
   // splitters we have back from it.
   void samples_and_splitters() {
-    g_.send(0, kTagSamples, bytes_of(samples_));
-    if (me_ == 0) {
-      for (int r = 0; r < n_; ++r) (void)g_.recv(r, kTagSamples);
-      for (int r = 0; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(splitters_));
+    if (me_ != 0) {
+      g_.send(0, kTagSamples, bytes_of(samples_));
+      if (from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters)) != splitters_)
+        throw std::runtime_error("other splitters than the sample phase's");
+      return;
     }
-    if (from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters)) != splitters_)
-      throw std::runtime_error("other splitters than the sample phase's");
+    for (int r = 1; r < n_; ++r) (void)g_.recv(r, kTagSamples);
+    for (int r = 1; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(splitters_));
   }
 
   // One request to each peer with how many keys we have for it; returns when every peer's has
@@ -370,7 +376,7 @@ class SampleSort {
       std::memcpy(&reports[r], b.data(), sizeof(Report));
     }
     timer_.end("verify");
-    timer_.annotate("sample", sample_note_);
+    timer_.annotate("sample", sample_note(sample_times_));
     timer_.annotate("exchange", exchange_note_);
 
     std::uint64_t moved = 0, least = UINT64_MAX, most = 0;
@@ -406,7 +412,8 @@ class SampleSort {
   // Stored from: kept until the program returns (page_buffer.h says why).
   PageBuffer<std::uint64_t> parted_;
   PageBuffer<std::uint64_t> mine_;  // what we received: our range, sorted in place
-  std::string sample_note_, exchange_note_;
+  SampleTimes sample_times_;        // rank 0's
+  std::string exchange_note_;
   double store_seconds_ = 0;  // the stores, from the barrier before them to the one after
   // Written by the handlers.
   std::vector<std::uint64_t> incoming_;    // bucket sizes, by sender

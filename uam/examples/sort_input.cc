@@ -22,4 +22,11 @@ void print_repeated(const Repeated& r, double us) {
   std::printf("  %s: %.1f us (mean of %d after %d)\n", r.name, us, r.timed, r.warm_up);
 }
 
+std::string sample_note(const SampleTimes& t) {
+  char note[96];
+  std::snprintf(note, sizeof note, "rank 0: samples in %.3f ms, sorting them %.3f ms", t.in_ms,
+                t.sort_ms);
+  return note;
+}
+
 }  // namespace unet::uam::examples

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace unet::uam::examples {
 
@@ -40,5 +41,15 @@ double time_repeated(const Repeated& r, const Step& step) {
 
 // Prints the line bench/compare/cluster_sort.py reads.
 void print_repeated(const Repeated& r, double us);
+
+// Rank 0's two figures of the sample phase, in milliseconds: from the phase's start until every
+// rank's samples were in, and its sort of them. Kept as numbers and made text only when the run is
+// reported (sample_note()): formatting a float the first time costs about a millisecond under
+// emulation, which belongs to no step of the sort.
+struct SampleTimes {
+  double in_ms = 0, sort_ms = 0;
+};
+// "rank 0: samples in X ms, sorting them Y ms", the sample phase's note that cluster_sort.py reads.
+std::string sample_note(const SampleTimes& t);
 
 }  // namespace unet::uam::examples
