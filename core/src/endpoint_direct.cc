@@ -113,6 +113,13 @@ RegistrationCacheStats Endpoint::registration_stats() const noexcept {
   return v_->cache ? v_->cache->stats() : RegistrationCacheStats{};
 }
 
+Status Endpoint::pin(const void* addr, std::size_t len) noexcept {
+  if (config_.mode != Mode::kDirectAccess) return Status::kInvalidState;
+  if (!addr || len == 0) return Status::kInvalidArgument;
+  Cache::Lease lease;  // given back on return: the registration stays cached, unleased
+  return v_->cache->acquire(addr, len, lease);
+}
+
 void Endpoint::forget(const void* addr, std::size_t len) noexcept {
   if (v_->cache) v_->cache->invalidate(addr, len);
 }

@@ -108,6 +108,30 @@ TEST_F(Direct, SmallWritesAreCopiedAtThePostAndRegisterNothing) {
   ASSERT_EQ(b_->revoke(token), Status::kOk);
 }
 
+// pin() registers ahead: the first write of the range is then a cache hit, and its bytes arrive.
+// Bad input is refused and registers nothing.
+TEST_F(Direct, PinnedMemoryIsAHitAtItsFirstWrite) {
+  constexpr std::size_t kLen = 256u << 10;
+  std::vector<std::uint8_t> src(kLen), window(kLen, 0);
+  fill(src, 3);
+  RemoteToken token;
+  ASSERT_EQ(b_->grant(window.data(), kLen, kRemoteWrite, token), Status::kOk);
+  const RegistrationCacheStats before = a_->registration_stats();
+  EXPECT_EQ(a_->pin(nullptr, kLen), Status::kInvalidArgument);
+  EXPECT_EQ(a_->pin(src.data(), 0), Status::kInvalidArgument);
+  EXPECT_EQ(a_->registration_stats(), before) << "a refused pin() changed the cache";
+  ASSERT_EQ(a_->pin(src.data(), kLen), Status::kOk);
+  EXPECT_EQ(a_->registration_stats().misses, before.misses + 1);
+  EXPECT_GE(a_->registration_stats().pinned_bytes, before.pinned_bytes + kLen);
+  const std::uint64_t hits = a_->registration_stats().hits;
+  ASSERT_EQ(a_->write(ab_, src.data(), kLen, token, 0, 1), Status::kOk);
+  ASSERT_EQ(wait_completion().status, Status::kOk);
+  EXPECT_EQ(a_->registration_stats().misses, before.misses + 1) << "the write registered again";
+  EXPECT_EQ(a_->registration_stats().hits, hits + 1);
+  EXPECT_TRUE(same(window.data(), src));
+  ASSERT_EQ(b_->revoke(token), Status::kOk);
+}
+
 // Memory freed and mapped again at the same address: after forget(), the next write registers
 // the new pages, so the peer receives the new bytes, not the old pages' (a stale registration).
 TEST_F(Direct, ForgottenMemoryIsRegisteredAfreshWhenReused) {
@@ -243,6 +267,7 @@ TEST_F(Direct, BadOperationsAreRefusedBeforeAnythingIsQueued) {
   base.mode = Mode::kBaseLevel;
   Endpoint plain(base);
   EXPECT_EQ(plain.grant(window.data(), 16, kRemoteWrite, token), Status::kInvalidState);
+  EXPECT_EQ(plain.pin(window.data(), 16), Status::kInvalidState);
 }
 
 // The largest WRITE or READ is the port's max_msg_sz (at most 2 GiB): one byte more is refused

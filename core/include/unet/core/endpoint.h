@@ -355,6 +355,11 @@ class Endpoint {
   }
   // The registration cache's counters (pinned bytes, hits, evictions...).
   RegistrationCacheStats registration_stats() const noexcept;
+  // Registers [addr, addr+len) through the registration cache now, so that the first write, read
+  // or send_from of it finds the registration instead of making one: for memory a program will
+  // move from or into again and again. Slow path (registers memory); the registration stays
+  // cached as one an operation made does (the cache's bound may evict it; forget() drops it).
+  Status pin(const void* addr, std::size_t len) noexcept;
   // Call before freeing or unmapping memory that write/read/send_from used: the cache forgets
   // its registrations of [addr, addr+len), so new memory at the same address is registered
   // afresh instead of reusing the old pages' keys. Ranges still in use by an operation are
