@@ -8,9 +8,12 @@
 // Each rank starts with K/N keys from a seeded generator (key i of the whole input is
 // splitmix64(seed + i), so the input does not depend on N) and then, phase by phase, each phase
 // ending at a barrier so that rank 0's clock times the slowest rank:
-//   generate   make the keys; count, sum and xor them; pick S of them at random as samples
-//   sample     every rank sends its samples to rank 0 (requests); rank 0 sorts them and sends
-//              the N-1 splitters back to every rank (requests): messages only
+//   generate   make the keys; count, sum and xor them; pick S of them at random as samples;
+//              rank 0 grants the array that will gather them
+//   sample     rank 0 sends every other rank a window of one array it granted in generate (a
+//              request); each rank store()s its samples there (one RDMA WRITE, then a handler
+//              at rank 0 counts them in); rank 0 sorts them and sends the N-1 splitters back to
+//              every rank (requests)
 //   partition  each key goes to the bucket of the rank that will own its range
 //   exchange   each rank tells every peer how many keys it has for it (one request each); each
 //              receiver allocates one array for everything it will receive, grants each sender a
@@ -19,8 +22,9 @@
 //              then a handler at the receiver counts the bytes landed); a rank is done when every
 //              byte it expects is in and its own stores are acknowledged
 //   local sort std::sort of what arrived
-//   verify     every rank sends rank 0 its counts, sums, xors, whether it is sorted, its least and
-//              greatest key; rank 0 checks the totals against the input's and that
+//   verify     every rank sends rank 0 its counts, sums, xors (of its keys before and after, and of
+//              its samples), whether it is sorted, its least and greatest key; rank 0 checks the
+//              totals against the input's, its samples against what the ranks sent, and that
 //              max(rank i) <= min(rank i+1)
 // Rank 0 also times the steps of sample (samples in, sorting them) and of exchange (sizes,
 // windows, and the stores between two barriers); after the local sort, the latency steps phase
@@ -54,8 +58,9 @@ using namespace unet::uam::examples;
 namespace {
 
 // Handler ids of this program, and the tags of its group messages.
-constexpr HandlerId kBucketSize = 1, kWindow = 2, kStored = 3;
-constexpr std::uint32_t kTagSamples = 1, kTagSplitters = 2, kTagReport = 3;
+constexpr HandlerId kBucketSize = 1, kWindow = 2, kStored = 3, kSampleWindow = 4,
+                    kSamplesStored = 5;
+constexpr std::uint32_t kTagSplitters = 2, kTagReport = 3;
 
 // The options every example has (seed, chunk, corrupt), and this one's.
 struct Params : CommonParams {
@@ -82,6 +87,7 @@ struct Checksum {
 // What each rank tells rank 0 at the end (sent as bytes: both ends are this program).
 struct Report {
   Checksum before, after;
+  Checksum samples;          // the samples it sent rank 0
   std::uint64_t sorted = 0;  // 1 when the rank's keys are in order
   std::uint64_t min = 0, max = 0;
   std::uint64_t bytes_in = 0;  // received from peers by store
@@ -97,27 +103,22 @@ std::vector<T> from_bytes(const std::vector<std::byte>& b) {
   std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
   return v;
 }
-// Appends the T values in `b` to `v`.
-template <class T>
-void append_bytes(std::vector<T>& v, const std::vector<std::byte>& b) {
-  const std::size_t at = v.size();
-  v.resize(at + b.size() / sizeof(T));
-  std::memcpy(v.data() + at, b.data(), (v.size() - at) * sizeof(T));
-}
 
 double seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
 // Rank 0: the verdict over every rank's report. Prints what is wrong; true when all is right.
-bool check(const std::vector<Report>& reports, std::uint64_t keys) {
-  Checksum before, after;
+// `gathered`: the samples that reached rank 0.
+bool check(const std::vector<Report>& reports, std::uint64_t keys, const Checksum& gathered) {
+  Checksum before, after, samples;
   bool ok = true, have_prev = false;
   std::uint64_t prev_max = 0;
   for (std::size_t r = 0; r < reports.size(); ++r) {
     const Report& rep = reports[r];
     before.add(rep.before);
     after.add(rep.after);
+    samples.add(rep.samples);
     if (!rep.sorted) {
       std::printf("FAILED: rank %zu's keys are not in order\n", r);
       ok = false;
@@ -142,6 +143,12 @@ bool check(const std::vector<Report>& reports, std::uint64_t keys) {
                 before.count, before.sum, before.xor_all, after.count, after.sum, after.xor_all);
     ok = false;
   }
+  if (!(gathered == samples)) {
+    std::printf("FAILED: the ranks sent %" PRIu64 " samples, sum %#" PRIx64 "; rank 0 had %" PRIu64
+                ", sum %#" PRIx64 "\n",
+                samples.count, samples.sum, gathered.count, gathered.sum);
+    ok = false;
+  }
   if (ok)
     std::printf("verified: %" PRIu64 " keys in order across %zu ranks; count, sum %#" PRIx64
                 " and xor %#" PRIx64 " as generated\n",
@@ -155,7 +162,13 @@ class SampleSort {
   // Registers the handlers before anything is sent: a peer may send as soon as it leaves the
   // first barrier, and a request for a handler not yet registered fails (kNotFound at the sender).
   SampleSort(Group& g, const Params& p)
-      : g_(g), p_(p), n_(g.size()), me_(g.rank()), incoming_(n_, 0), window_(n_) {
+      : g_(g),
+        p_(p),
+        n_(g.size()),
+        me_(g.rank()),
+        samples_stored_(n_, 0),
+        incoming_(n_, 0),
+        window_(n_) {
     g_.on_request(kBucketSize, [this](Token&, const Message& m) {
       incoming_[g_.rank_of(m.channel)] = m.args[0];
       ++sizes_in_;
@@ -168,6 +181,15 @@ class SampleSort {
     });
     g_.on_request(kStored, [this](Token&, const Message& m) {
       bytes_in_ += m.bulk_length;  // the data is in place when this runs
+      return Disposition::kDone;
+    });
+    g_.on_request(kSampleWindow, [this](Token&, const Message& m) {
+      sample_window_ = Group::token(m.args);
+      return Disposition::kDone;
+    });
+    g_.on_request(kSamplesStored, [this](Token&, const Message& m) {
+      samples_stored_[g_.rank_of(m.channel)] = m.bulk_length;  // in place, as kStored's
+      ++samples_in_;
       return Disposition::kDone;
     });
   }
@@ -191,6 +213,8 @@ class SampleSort {
                           time_repeated(kSamplesAndSplitters, [&] { samples_and_splitters(); }),
                           time_repeated(kBucketSizes, [&] { bucket_sizes(); })};
     phase_done("latency steps");  // a phase of their own: not verify's time
+    if (sample_grant_.length > 0 && g_.endpoint().net().revoke(sample_grant_) != Status::kOk)
+      throw std::runtime_error("revoke failed");  // (every rank's stores have landed)
     const int code = verify();
     if (me_ == 0)
       for (int i = 0; const Repeated& r : {kBarrier, kSamplesAndSplitters, kBucketSizes})
@@ -214,22 +238,67 @@ class SampleSort {
     }
     // Picked here, so that the sample phase times its messages only (as mpi_sample_sort does).
     const std::uint64_t count = keys_.size();
-    for (std::uint64_t i = 0; i < p_.samples && count > 0; ++i)
-      samples_.push_back(keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count]);
+    samples_ = PageBuffer<std::uint64_t>(count > 0 ? p_.samples : 0);
+    for (std::uint64_t i = 0; i < samples_.size(); ++i)
+      samples_[i] = keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count];
+    sample_windows();
   }
 
-  // S random keys of each rank go to rank 0 (requests); rank 0 sorts them and sends every other
-  // rank the N-1 splitters (requests). Rank 0's own samples and splitters stay where they are (as
-  // MPI_Gather and MPI_Bcast leave the root's), and the others' are copied once, into `all`.
+  // Rank 0 grants one array for every rank's samples, and every other rank registers its samples,
+  // as a program registers memory it will gather into and store from again and again (the latency
+  // steps do). One grant, as a job may hold few: each rank is sent a window of it (sample()), and
+  // its store() keeps to it, the device to the array.
+  void sample_windows() {
+    if (me_ != 0) {  // and the others register what they will store from
+      if (samples_.size() > 0) {
+        const Status s =
+            g_.endpoint().net().pin(samples_.data(), samples_.size() * sizeof(std::uint64_t));
+        if (s != Status::kOk)
+          throw std::runtime_error("registering our samples: " + std::string(to_string(s)));
+      }
+      return;
+    }
+    gathered_ = PageBuffer<std::uint64_t>(p_.samples * n_);
+    if (n_ == 1) return;
+    const Status s =
+        g_.endpoint().net().grant(gathered_.data(), p_.samples * sizeof(std::uint64_t) * n_,
+                                  core::kRemoteWrite, sample_grant_);
+    if (s != Status::kOk)
+      throw std::runtime_error("grant for the samples: " + std::string(to_string(s)));
+  }
+
+  // S random keys of each rank go to rank 0, stored into that rank's window of one array (rank 0
+  // copies its own there, as MPI_Gather does the root's); rank 0 sorts them in place and sends
+  // every other rank the N-1 splitters (requests).
   void sample() {
     const auto t0 = std::chrono::steady_clock::now();
     if (me_ != 0) {
-      g_.send(0, kTagSamples, bytes_of(samples_));
+      g_.wait_until([&] { return sample_window_.length > 0; }, "rank 0's window for our samples");
+      if (sample_window_.length < samples_.size() * sizeof(std::uint64_t))
+        throw std::runtime_error("rank 0's window for our samples is too small");
+      send_samples();
       splitters_ = from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters));
     } else {
-      std::vector<std::uint64_t> all(samples_);
-      all.reserve(samples_.size() * n_);
-      for (int r = 1; r < n_; ++r) append_bytes(all, g_.recv(r, kTagSamples));
+      const std::uint64_t part = p_.samples * sizeof(std::uint64_t);
+      for (int r = 1; r < n_; ++r) {
+        core::RemoteToken w = sample_grant_;
+        w.addr += part * r;
+        w.length = part;
+        g_.request(r, kSampleWindow, Group::words(w));
+      }
+      std::copy(samples_.begin(), samples_.end(), gathered_.data());
+      std::size_t count = await_samples();
+      // A rank without keys sends none: close the gaps its window left.
+      for (int r = 1; r < n_; ++r) {
+        const std::size_t got = samples_stored_[r] / sizeof(std::uint64_t);
+        if (got > p_.samples)
+          throw std::runtime_error("rank " + std::to_string(r) + " stored more than its window");
+        std::memmove(gathered_.data() + count, gathered_.data() + p_.samples * r,
+                     got * sizeof(std::uint64_t));
+        count += got;
+      }
+      const std::span<std::uint64_t> all(gathered_.data(), count);
+      gathered_count_ = count;
       const auto t1 = std::chrono::steady_clock::now();
       std::sort(all.begin(), all.end());
       sample_times_ = {1e3 * seconds(t1 - t0),
@@ -242,16 +311,32 @@ class SampleSort {
       throw std::runtime_error("wrong number of splitters");
   }
 
-  // The sample phase's messages again, without rank 0's sort: the samples to rank 0, the
-  // splitters we have back from it.
+  // Our samples into rank 0's window (a request without data when we have none).
+  void send_samples() {
+    if (samples_.size() == 0)
+      g_.request(0, kSamplesStored, {});
+    else
+      g_.store(0, std::as_bytes(samples_.span()), sample_window_, 0, kSamplesStored);
+  }
+
+  // Rank 0: waits until every other rank's samples are in once more; returns how many of its own
+  // lead the array.
+  std::size_t await_samples() {
+    samples_due_ += n_ - 1;
+    g_.wait_until([&] { return samples_in_ >= samples_due_; }, "the samples of every rank");
+    return samples_.size();
+  }
+
+  // The sample phase's messages again, without rank 0's sort: the samples into rank 0's windows,
+  // the splitters we have back from it.
   void samples_and_splitters() {
     if (me_ != 0) {
-      g_.send(0, kTagSamples, bytes_of(samples_));
+      send_samples();
       if (from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters)) != splitters_)
         throw std::runtime_error("other splitters than the sample phase's");
       return;
     }
-    for (int r = 1; r < n_; ++r) (void)g_.recv(r, kTagSamples);
+    (void)await_samples();
     for (int r = 1; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(splitters_));
   }
 
@@ -271,6 +356,9 @@ class SampleSort {
   // Bucket b gets the keys in [splitter b-1, splitter b): rank b's range. Each bucket starts on a
   // page of its own, so the page-aligned chunks it is stored in register apart.
   void partition() {
+    // Rank 0 sums the samples it sorted here, outside the sample phase and before the latency
+    // steps store them again; verify() checks them against what the ranks sent.
+    for (std::size_t i = 0; i < gathered_count_; ++i) gathered_sum_.add(gathered_[i]);
     std::vector<std::uint16_t> dest(keys_.size());
     size_.assign(n_, 0);
     for (std::uint64_t i = 0; i < keys_.size(); ++i) {
@@ -362,6 +450,7 @@ class SampleSort {
   int verify() {
     Report rep;
     rep.before = before_;
+    for (std::uint64_t k : samples_) rep.samples.add(k);
     for (std::uint64_t k : mine_) rep.after.add(k);
     rep.sorted = std::is_sorted(mine_.begin(), mine_.end());
     rep.min = mine_.size() ? *std::min_element(mine_.begin(), mine_.end()) : 0;
@@ -395,7 +484,7 @@ class SampleSort {
         "per rank after the sort: %" PRIu64 " to %" PRIu64 "\n",
         bytes_text(double(moved)).c_str(), store_seconds_,
         store_seconds_ > 0 ? double(moved) / (1 << 20) / store_seconds_ : 0.0, least, most);
-    const bool ok = check(reports, p_.keys);
+    const bool ok = check(reports, p_.keys, gathered_sum_);
     std::fflush(stdout);
     return ok ? kExitOk : kExitWrong;
   }
@@ -404,8 +493,8 @@ class SampleSort {
   const Params& p_;
   const int n_, me_;
   PhaseTimer timer_;
-  std::vector<std::uint64_t> keys_;     // generate .. partition
-  std::vector<std::uint64_t> samples_;  // generate .. sample
+  std::vector<std::uint64_t> keys_;    // generate .. partition
+  PageBuffer<std::uint64_t> samples_;  // stored from: kept until the program returns
   Checksum before_;
   std::vector<std::uint64_t> splitters_;
   std::vector<std::uint64_t> size_, start_;  // bucket sizes and starts in parted_
@@ -413,9 +502,18 @@ class SampleSort {
   PageBuffer<std::uint64_t> parted_;
   PageBuffer<std::uint64_t> mine_;  // what we received: our range, sorted in place
   SampleTimes sample_times_;        // rank 0's
+  // The samples: rank 0's array of every rank's (stored into: kept until the program returns) and
+  // its grant over it; at the others, rank 0's window for theirs.
+  PageBuffer<std::uint64_t> gathered_;
+  core::RemoteToken sample_grant_;
+  core::RemoteToken sample_window_;
+  std::size_t gathered_count_ = 0;  // rank 0: how many samples it sorted
+  Checksum gathered_sum_;           // and their sum
   std::string exchange_note_;
   double store_seconds_ = 0;  // the stores, from the barrier before them to the one after
   // Written by the handlers.
+  std::vector<std::uint64_t> samples_stored_;  // bytes, by sender
+  std::uint64_t samples_in_ = 0, samples_due_ = 0;
   std::vector<std::uint64_t> incoming_;    // bucket sizes, by sender
   std::vector<core::RemoteToken> window_;  // where to store, by receiver
   int windows_in_ = 0;
@@ -440,7 +538,8 @@ int main(int argc, char** argv) {
     // The registration cache holds what a rank stores from: at most its share of the keys.
     prog.max_pinned_bytes = [p](int ranks) {
       const std::uint64_t share = (p.keys / ranks + 1) * sizeof(std::uint64_t);
-      return share + (ranks + 2) * p.chunk + (64u << 20);
+      // ... and its samples; rank 0's array of everyone's is a grant of its own.
+      return share + (ranks + 2) * p.chunk + p.samples * sizeof(std::uint64_t) + (64u << 20);
     };
     prog.work = [p](Group& g) mutable {
       p.device = g.endpoint().net().config().device;
