@@ -287,7 +287,8 @@ class SampleSort {
         g_.request(r, kSampleWindow, Group::words(w));
       }
       std::copy(samples_.begin(), samples_.end(), gathered_.data());
-      std::size_t count = await_samples();
+      await_samples();
+      std::size_t count = samples_.size();  // ours lead the array
       // A rank without keys sends none: close the gaps its window left.
       for (int r = 1; r < n_; ++r) {
         const std::size_t got = samples_stored_[r] / sizeof(std::uint64_t);
@@ -319,12 +320,10 @@ class SampleSort {
       g_.store(0, std::as_bytes(samples_.span()), sample_window_, 0, kSamplesStored);
   }
 
-  // Rank 0: waits until every other rank's samples are in once more; returns how many of its own
-  // lead the array.
-  std::size_t await_samples() {
+  // Rank 0: waits until every other rank's samples are in once more.
+  void await_samples() {
     samples_due_ += n_ - 1;
     g_.wait_until([&] { return samples_in_ >= samples_due_; }, "the samples of every rank");
-    return samples_.size();
   }
 
   // The sample phase's messages again, without rank 0's sort: the samples into rank 0's windows,
@@ -336,7 +335,7 @@ class SampleSort {
         throw std::runtime_error("other splitters than the sample phase's");
       return;
     }
-    (void)await_samples();
+    await_samples();
     for (int r = 1; r < n_; ++r) g_.send(r, kTagSplitters, bytes_of(splitters_));
   }
 
