@@ -28,6 +28,10 @@ int Endpoint::poll() noexcept {
   const int n = net_->poll();         // arrivals run their handlers in here (core's upcall)
   poll_now_ = Time{};
   if (n < 0) return n;
+  // What the handlers answered goes out now, ahead of the bookkeeping below, which on a
+  // ping-pong's server would otherwise sit between a request's arrival and its reply.
+  const int answered = n == 0 ? 0 : bundled_.empty() ? net_->flush() : flush();
+  if (answered < 0) return answered;
   op_completions();
   // A channel core's control path fails is failed below like any other.
   core::service_when_due(*net_, t, next_service_);
@@ -43,7 +47,7 @@ int Endpoint::poll() noexcept {
   // call into endpoint_send.cc when no packet is open).
   const int f = bundled_.empty() ? net_->flush() : flush();
   if (f < 0) return f;
-  return n + f;
+  return n + answered + f;
 }
 
 Status Endpoint::wait(std::chrono::milliseconds timeout) noexcept {
