@@ -30,7 +30,7 @@ int Endpoint::poll() noexcept {
   if (n < 0) return n;
   // What the handlers answered goes out now, ahead of the bookkeeping below, which on a
   // ping-pong's server would otherwise sit between a request's arrival and its reply.
-  const int answered = n == 0 ? 0 : bundled_.empty() ? net_->flush() : flush();
+  const int answered = n == 0 ? 0 : flush();
   if (answered < 0) return answered;
   op_completions();
   // A channel core's control path fails is failed below like any other.
@@ -43,9 +43,8 @@ int Endpoint::poll() noexcept {
     timers(*peers_[ch], t, recheck);
     if (i < open_.size() && open_[i] == ch) ++i;
   }
-  // Packets, replies and credits composed above go out now, not next poll (flush() without the
-  // call into endpoint_send.cc when no packet is open).
-  const int f = bundled_.empty() ? net_->flush() : flush();
+  // Packets, replies and credits composed above go out now, not next poll.
+  const int f = flush();
   if (f < 0) return f;
   return n + answered + f;
 }

@@ -95,11 +95,6 @@ void Endpoint::seal_all() noexcept {
   while (!bundled_.empty()) (void)seal(*peers_[bundled_.back()]);
 }
 
-int Endpoint::flush() noexcept {
-  seal_all();
-  return net_->flush();
-}
-
 // Hands one message already in wire form (a UD copy) to core, as a packet of its own.
 Status Endpoint::put_bytes(ChannelId ch, std::span<const std::byte> message) noexcept {
   if (message.size() <= net_->inline_threshold()) return net_->send_inline(ch, message);

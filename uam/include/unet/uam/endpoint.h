@@ -201,7 +201,10 @@ class Endpoint {
   int poll() noexcept;
   // Posts what request(), store(), get() and reply() queued, now (poll() does it too). Not from a
   // handler. Returns how many packets went out, or a negative value on a device error.
-  int flush() noexcept;
+  int flush() noexcept {
+    if (!bundled_.empty()) seal_all();  // inline: poll() flushes twice, mostly with no open packet
+    return net_->flush();
+  }
   // Polls until some handler or completion ran, or `timeout` passed (kTimeout). Sleeps on the
   // completion channel when idle, waking for the next timer (millisecond granularity).
   Status wait(std::chrono::milliseconds timeout) noexcept;
