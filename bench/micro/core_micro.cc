@@ -10,6 +10,7 @@
 //   lookup_rc          channel lookup by an RC tag (local QP number), 64 channels
 //   lookup_ud          channel lookup by a UD tag (sender QPN + GID), 64 channels
 //   cache_hit          registration-cache acquire that hits, and its lease released
+//   clock_read         a timer's clock read: the cycle counter, converted to nanoseconds
 //
 //   core_micro [google benchmark flags]      time per operation
 //   core_micro --count N                     each operation N times, no output (for callgrind)
@@ -32,6 +33,7 @@
 #include "registration_cache.h"  // private to core: from core/src
 #include "unet/core/buffer_table.h"
 #include "unet/core/channel_table.h"
+#include "unet/core/cycle_clock.h"
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
 
@@ -91,6 +93,10 @@ struct World {
 [[gnu::noinline]] std::uint32_t compose_inline_op(World& w, Descriptor& d, std::uint32_t i) {
   compose_inline(d, i % kChannels, w.payload, 0, 0);
   return d.length;
+}
+
+[[gnu::noinline]] std::uint32_t clock_read(const CycleClock& c) {
+  return static_cast<std::uint32_t>(c.to_ns(CycleClock::now()).count());
 }
 
 [[gnu::noinline]] std::uint32_t compose_buffer_op(Descriptor& d, std::uint32_t i) {
@@ -161,6 +167,10 @@ void BM_cache_hit(benchmark::State& s) {
   std::uint32_t i = 0;
   for (auto _ : s) benchmark::DoNotOptimize(cache_hit(w, i++));
 }
+void BM_clock_read(benchmark::State& s) {
+  const CycleClock& c = CycleClock::process();
+  for (auto _ : s) benchmark::DoNotOptimize(clock_read(c));
+}
 BENCHMARK(BM_ring_push_pop);
 BENCHMARK(BM_compose_inline);
 BENCHMARK(BM_compose_buffer);
@@ -168,16 +178,18 @@ BENCHMARK(BM_buffer_cycle);
 BENCHMARK(BM_lookup_rc);
 BENCHMARK(BM_lookup_ud);
 BENCHMARK(BM_cache_hit);
+BENCHMARK(BM_clock_read);
 
 // --count N: every operation N times, results folded into the exit path so nothing is elided.
 int run_counted(long n) {
   World& w = world();
   Descriptor d;
+  const CycleClock& c = CycleClock::process();
   std::uint64_t sink = 0;
   for (long k = 0; k < n; ++k) {
     const auto i = static_cast<std::uint32_t>(k);
     sink += ring_push_pop(w, i) + compose_inline_op(w, d, i) + compose_buffer_op(d, i) +
-            buffer_cycle(w) + lookup_rc(w, i) + lookup_ud(w, i) + cache_hit(w, i);
+            buffer_cycle(w) + lookup_rc(w, i) + lookup_ud(w, i) + cache_hit(w, i) + clock_read(c);
   }
   return sink == 0 ? 1 : 0;
 }

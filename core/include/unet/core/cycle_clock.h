@@ -43,15 +43,29 @@ class CycleClock {
     return static_cast<std::uint64_t>(static_cast<double>(d.count()) * ticks_per_us_);
   }
   double ticks_per_us() const noexcept { return ticks_per_us_; }
-  // Ticks since an arbitrary origin as nanoseconds.
+  // Ticks since an arbitrary origin as nanoseconds. Integer only (a multiply and a shift): the
+  // layers' timers call it on every poll, and floating point costs far more than that under
+  // emulation (core/README.md, "Time").
   std::chrono::nanoseconds to_ns(std::uint64_t ticks) const noexcept {
+#ifdef __SIZEOF_INT128__
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(
+        (static_cast<unsigned __int128>(ticks) * ns_per_tick_q32_) >> 32));
+#else
     return std::chrono::nanoseconds(
         static_cast<std::int64_t>(static_cast<double>(ticks) * 1000.0 / ticks_per_us_));
+#endif
   }
 
  private:
-  explicit CycleClock(double ticks_per_us) : ticks_per_us_(ticks_per_us) {}
+  explicit CycleClock(double ticks_per_us) noexcept
+      : ticks_per_us_(ticks_per_us), ns_per_tick_q32_(ns_per_tick_q32(ticks_per_us)) {}
+  // 1000 / ticks_per_us in 32.32 fixed point; a rate below one tick per ms is taken as that.
+  static std::uint64_t ns_per_tick_q32(double ticks_per_us) noexcept {
+    const double rate = ticks_per_us > 1e-3 ? ticks_per_us : 1e-3;
+    return static_cast<std::uint64_t>(1000.0 * 4294967296.0 / rate + 0.5);
+  }
   double ticks_per_us_;
+  std::uint64_t ns_per_tick_q32_;
 };
 
 }  // namespace unet::core
