@@ -64,7 +64,7 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
       d.is_inline() ? d.inline_payload()
                     : std::span<const std::byte>(net_->buffer(pk.buffer).first(d.length));
   Peer* p = peer(d.channel);
-  const Time t = poll_now_ != Time{} ? poll_now_ : now();
+  const Time t = poll_time();
   // At least one message: an empty packet is refused as malformed (too short), not skipped.
   do {
     if (!p || !p->open) {  // the channel failed or closed, maybe in a handler of this packet

@@ -258,6 +258,9 @@ class Endpoint {
   Peer* peer(ChannelId ch) noexcept { return ch < peers_.size() ? peers_[ch].get() : nullptr; }
   ChannelId adopt(ChannelId ch);
   Time now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
+  // poll()'s clock reading inside poll() (its arrivals and the replies their handlers send),
+  // else a fresh one.
+  Time poll_time() const noexcept { return poll_now_ != Time{} ? poll_now_ : now(); }
 
   Config config_;
   Stats stats_;
