@@ -45,7 +45,7 @@ class CycleClock {
   double ticks_per_us() const noexcept { return ticks_per_us_; }
   // Ticks since an arbitrary origin as nanoseconds. Integer only (a multiply and a shift): the
   // layers' timers call it on every poll, and floating point costs far more than that under
-  // emulation (core/README.md, "Time").
+  // emulation (core/README.md, Performance).
   std::chrono::nanoseconds to_ns(std::uint64_t ticks) const noexcept {
 #ifdef __SIZEOF_INT128__
     return std::chrono::nanoseconds(static_cast<std::int64_t>(
