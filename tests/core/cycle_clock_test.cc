@@ -32,8 +32,9 @@ TEST(CycleClock, ToNsIsMonotonicAcrossTicks) {
     last = ns;
   }
   // A millisecond's ticks make a millisecond, within two nanoseconds.
-  const auto us = static_cast<std::uint64_t>(std::llround(c.ticks_per_us() * 1000));
-  EXPECT_NEAR(static_cast<double>(c.to_ns(base + us).count() - c.to_ns(base).count()), 1e6, 2.0);
+  const auto ms_ticks = static_cast<std::uint64_t>(std::llround(c.ticks_per_us() * 1000));
+  EXPECT_NEAR(static_cast<double>(c.to_ns(base + ms_ticks).count() - c.to_ns(base).count()), 1e6,
+              2.0);
 }
 
 }  // namespace

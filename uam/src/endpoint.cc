@@ -19,8 +19,7 @@ ReliabilityConfig sender_config(const Config& c) {
 
 }  // namespace
 
-Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config)
-    : config_(config), clock_(core::CycleClock::process()) {
+Endpoint::Endpoint(const core::EndpointConfig& net, const Config& config) : config_(config) {
   if (config.window == 0 || config.window > CreditWindow::kMaxWindow)
     throw std::invalid_argument("uam::Endpoint: window must be 1..127");
   config_.reliability = sender_config(config);
@@ -79,7 +78,7 @@ ChannelId Endpoint::adopt(ChannelId ch) {
                             std::to_string(header_bytes(kMaxArgs)));
   }
   auto p = std::make_unique<Peer>(ch, config_, config_.reliability, ud_, limit);
-  p->last_heard = now();
+  p->last_heard = clock_.now();
   p->probe_interval = config_.reliability.rto_initial;
   peers_[ch] = std::move(p);
   open_.push_back(ch);

@@ -21,12 +21,11 @@ Status error_status(const Header& h) noexcept {
 
 int Endpoint::poll() noexcept {
   // One clock read per poll, shared by its arrivals and timers. Arrivals that core delivers from
-  // inside its own wait() (poll_now_ zero) read the clock themselves.
-  const Time t = now();
-  poll_now_ = t;
+  // inside its own wait() read the clock themselves.
+  const Time t = clock_.begin();
   if (!bundled_.empty()) seal_all();  // packets composed since the last poll go out first
   const int n = net_->poll();         // arrivals run their handlers in here (core's upcall)
-  poll_now_ = Time{};
+  clock_.end();
   if (n < 0) return n;
   // What the handlers answered goes out now, ahead of the bookkeeping below, which on a
   // ping-pong's server would otherwise sit between a request's arrival and its reply.
@@ -64,7 +63,7 @@ void Endpoint::arrival(const core::Descriptor& d) noexcept {
       d.is_inline() ? d.inline_payload()
                     : std::span<const std::byte>(net_->buffer(pk.buffer).first(d.length));
   Peer* p = peer(d.channel);
-  const Time t = poll_time();
+  const Time t = clock_.time();
   // At least one message: an empty packet is refused as malformed (too short), not skipped.
   do {
     if (!p || !p->open) {  // the channel failed or closed, maybe in a handler of this packet

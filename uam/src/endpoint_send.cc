@@ -114,7 +114,7 @@ Status Endpoint::send_message(Peer& p, Header& h, std::span<const std::byte> pay
   std::byte* copy = nullptr;
   if (p.tx) {
     Seq seq;
-    if (Status s = p.tx->push(0, poll_time(), seq); s != Status::kOk) return s;
+    if (Status s = p.tx->push(0, clock_.time(), seq); s != Status::kOk) return s;
     h.seq = seq;
     copy = p.copy(seq);
     p.copy_len[seq & p.copy_mask] = static_cast<std::uint32_t>(message_bytes(h));

@@ -33,7 +33,7 @@ struct DatagramEndpoint::Port {
 };
 
 DatagramEndpoint::DatagramEndpoint(const core::EndpointConfig& net, const DatagramConfig& config)
-    : config_(config), reassembly_(config.reassembly), clock_(core::CycleClock::process()) {
+    : config_(config), reassembly_(config.reassembly) {
   if (net.transport != core::Transport::kUd)
     throw std::invalid_argument("DatagramEndpoint: needs a UD endpoint");
   if (config.port_queue == 0 || config.max_ports == 0)
@@ -85,8 +85,6 @@ DatagramEndpoint::Port* DatagramEndpoint::find(std::uint16_t port) noexcept {
     if (p->port == port) return p.get();
   return nullptr;
 }
-
-Time DatagramEndpoint::now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
 
 Status DatagramEndpoint::bind(std::uint16_t port) noexcept {
   if (find(port)) return Status::kInvalidState;
@@ -201,7 +199,8 @@ void DatagramEndpoint::arrival(const core::Descriptor& d) noexcept {
     deliver(*port, e);
   } else if (port) {
     std::uint32_t slot;
-    if (reassembly_.add(d.channel, h, frag, now(), slot) == Reassembler::Outcome::kComplete) {
+    if (reassembly_.add(d.channel, h, frag, clock_.time(), slot) ==
+        Reassembler::Outcome::kComplete) {
       e.where = Entry::Where::kSlot;
       e.ref = slot;
       deliver(*port, e);
@@ -256,9 +255,10 @@ int DatagramEndpoint::next_timer_ms() const noexcept {
 }
 
 int DatagramEndpoint::poll() noexcept {
+  const Time t = clock_.begin();  // one read, by the arrivals' reassembly and the expiry below
   const int n = net_->poll();
+  clock_.end();
   if (n < 0) return n;
-  const Time t = now();
   core::service_when_due(*net_, t, next_service_);
   return n + static_cast<int>(reassembly_.expire(t));
 }

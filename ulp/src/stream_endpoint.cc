@@ -10,9 +10,7 @@
 namespace unet::ulp {
 
 StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConfig& config)
-    : config_(config),
-      clock_(core::CycleClock::process()),
-      zero_copy_done_(std::size_t{config.max_connections} * kMaxZeroCopySends) {
+    : config_(config), zero_copy_done_(std::size_t{config.max_connections} * kMaxZeroCopySends) {
   if (config.max_connections == 0 || config.max_listeners == 0 || config.accept_backlog == 0)
     throw std::invalid_argument(
         "StreamEndpoint: connections, listeners and backlog must be positive");
@@ -50,8 +48,6 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
 }
 
 StreamEndpoint::~StreamEndpoint() = default;
-
-Time StreamEndpoint::now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
 
 StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) noexcept {
   return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
@@ -115,7 +111,7 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.rto_deadline = Time{};
     c.expiries = 0;
     c.timing = false;
-    c.last_heard = c.last_keepalive = now();
+    c.last_heard = c.last_keepalive = clock_.now();
     c.stats = StreamStats{};
     return &c;
   }
@@ -187,7 +183,7 @@ Status StreamEndpoint::connect(ChannelId peer, std::uint16_t port, ConnId& out) 
   ConnId id = kNoConn;
   Conn* c = local ? new_conn(peer, local, port, id) : nullptr;
   if (!c) return Status::kNoResource;
-  c->deadline = now() + config_.connect_timeout;
+  c->deadline = clock_.now() + config_.connect_timeout;
   step(*c, StreamEvent::kConnect);
   out = id;
   (void)net_->flush();
@@ -305,7 +301,7 @@ std::optional<StreamStats> StreamEndpoint::stats(ConnId id) const noexcept {
 }
 
 int StreamEndpoint::next_timer_ms() const noexcept {
-  const Time t = now();
+  const Time t = clock_.now();
   Time next = Time::max();
   auto at = [&](Time when) {
     if (when != Time{} && when < next) next = when;

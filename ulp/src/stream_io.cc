@@ -44,11 +44,10 @@ Time time_wait_of(const Conn& c, std::chrono::milliseconds configured) noexcept 
 }  // namespace
 
 int StreamEndpoint::poll() noexcept {
-  const Time t = now();
-  poll_now_ = t;               // read once, by the arrivals, timers and sends below
-  const int n = net_->poll();  // arrivals are handled in here (core's upcall)
+  const Time t = clock_.begin();  // read once, by the arrivals, timers and sends below
+  const int n = net_->poll();     // arrivals are handled in here (core's upcall)
   if (n < 0) {
-    poll_now_ = Time{};
+    clock_.end();
     return n;
   }
   zero_copy_progress();
@@ -63,7 +62,7 @@ int StreamEndpoint::poll() noexcept {
     if (c.ack_pending) send_ack_now(c);
     if (c.zc_count > 0) retire_zero_copy(c);
   }
-  poll_now_ = Time{};
+  clock_.end();
   refresh_fds();
   const int f = net_->flush();
   return f < 0 ? f : n + f;
@@ -77,7 +76,7 @@ void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
   if (decode(bytes, h) != Status::kOk) {
     ++stats_.malformed;
   } else if (Conn* c = find(d.channel, h.dst_port, h.src_port)) {
-    c->last_heard = poll_time();
+    c->last_heard = clock_.time();
     ++c->stats.segments_received;
     ++stats_.segments;
     on_segment(*c, h, bytes.subspan(kSegmentHeaderBytes));
@@ -107,7 +106,7 @@ void StreamEndpoint::on_syn(ChannelId peer, const SegmentHeader& h) noexcept {
   c->irs = h.seq;
   c->rcv_nxt = c->rcv_read = h.seq + 1;
   c->snd_wnd = h.window;
-  c->deadline = poll_time() + config_.connect_timeout;
+  c->deadline = clock_.time() + config_.connect_timeout;
   c->state = StreamState::kListen;
   step(*c, StreamEvent::kRecvSyn);
 }
@@ -133,7 +132,7 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h,
         c.rcv_nxt = c.rcv_read = h.seq + 1;
         c.snd_una = c.iss + 1;
         c.snd_wnd = h.window;
-        if (c.timing) c.rtt.sample(poll_time() - c.timed_at);
+        if (c.timing) c.rtt.sample(clock_.time() - c.timed_at);
         c.timing = false;
         c.rto_deadline = Time{};
         c.expiries = 0;
@@ -156,7 +155,7 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h,
       c.snd_wnd = h.window;
       c.rto_deadline = Time{};
       c.expiries = 0;
-      if (c.timing) c.rtt.sample(poll_time() - c.timed_at);
+      if (c.timing) c.rtt.sample(clock_.time() - c.timed_at);
       c.timing = false;
       step(c, StreamEvent::kRecvAckOfSyn);
       break;  // the ACK may carry data
@@ -185,7 +184,7 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h,
     // in TIME_WAIT, which exists for this, the wait starts over (RFC 793, 3.9).
     c.ack_pending = true;
     if (c.state == StreamState::kTimeWait)
-      c.deadline = poll_time() + time_wait_of(c, config_.time_wait);
+      c.deadline = clock_.time() + time_wait_of(c, config_.time_wait);
   }
 }
 
@@ -208,7 +207,7 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
     c.sacked.drop_below(c.snd_una);
     if (seq_lt(c.snd_nxt, c.snd_una)) c.snd_nxt = c.snd_una;
     if (c.timing && seq_lt(c.timed_seq, h.ack)) {
-      c.rtt.sample(poll_time() - c.timed_at);
+      c.rtt.sample(clock_.time() - c.timed_at);
       c.timing = false;
     }
     c.snd_wnd = h.window;
@@ -221,7 +220,7 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
       c.cc.on_ack(acked);
     }
     c.expiries = 0;
-    c.rto_deadline = c.flight() > 0 ? poll_time() + c.rtt.rto() : Time{};
+    c.rto_deadline = c.flight() > 0 ? clock_.time() + c.rtt.rto() : Time{};
     if (fin_acked) {
       c.fin_sent = true;
       step(c, StreamEvent::kRecvAckOfFin);
@@ -289,7 +288,7 @@ void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h,
     if (filled_gap || ++c.ack_owed >= config_.ack_every)
       c.ack_pending = true;
     else if (c.ack_owed == 1)
-      c.ack_due = poll_time() + config_.ack_delay;
+      c.ack_due = clock_.time() + config_.ack_delay;
   } else if (seq_lt(seq, c.rcv_nxt)) {
     c.ack_pending = true;  // a keepalive
   }
@@ -306,7 +305,7 @@ void StreamEndpoint::step(Conn& c, StreamEvent e) noexcept {
   Transition t;
   if (transition(c.state, e, t) != Status::kOk) return;
   c.state = t.next;
-  const Time n = poll_time();
+  const Time n = clock_.time();
   if (t.actions & (kActSendSyn | kActSendSynAck)) {
     c.snd_nxt = c.snd_max = c.iss + 1;
     c.timing = true;
@@ -372,20 +371,20 @@ void StreamEndpoint::output(Conn& c) noexcept {
         if (!c.timing && !seq_lt(c.snd_nxt, c.snd_max)) {  // Karn: time only first transmissions
           c.timing = true;
           c.timed_seq = c.snd_nxt;
-          c.timed_at = poll_time();
+          c.timed_at = clock_.time();
         }
         c.snd_max = end;
       } else {
         ++c.stats.retransmitted_segments;
       }
       c.snd_nxt = end;
-      if (c.rto_deadline == Time{}) c.rto_deadline = poll_time() + c.rtt.rto();
+      if (c.rto_deadline == Time{}) c.rto_deadline = clock_.time() + c.rtt.rto();
     } else if (c.fin_queued && !c.fin_sent && c.snd_nxt == c.snd_end) {
       if (send_segment(c, kAck | kFin, c.snd_end, 0) != Status::kOk) return;
       c.fin_sent = true;
       c.snd_nxt = c.snd_end + 1;
       if (seq_lt(c.snd_max, c.snd_nxt)) c.snd_max = c.snd_nxt;
-      if (c.rto_deadline == Time{}) c.rto_deadline = poll_time() + c.rtt.rto();
+      if (c.rto_deadline == Time{}) c.rto_deadline = clock_.time() + c.rtt.rto();
     } else {
       return;
     }
@@ -490,7 +489,7 @@ Status StreamEndpoint::send_reset(ChannelId peer, const SegmentHeader& to,
 void StreamEndpoint::retransmit_first(Conn& c) noexcept {
   c.timing = false;  // Karn
   ++c.stats.retransmitted_segments;
-  c.rto_deadline = poll_time() + c.rtt.rto();
+  c.rto_deadline = clock_.time() + c.rtt.rto();
   if (seq_lt(c.snd_una, c.snd_end)) {
     const std::uint32_t len = std::min({c.mss, c.run(c.snd_una), std::max(c.flight(), 1u)});
     const bool sent = send_segment(c, kAck, c.snd_una, len) == Status::kOk;

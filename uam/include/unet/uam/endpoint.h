@@ -44,8 +44,8 @@
 #include <string_view>
 #include <vector>
 
-#include "unet/core/cycle_clock.h"
 #include "unet/core/endpoint.h"
+#include "unet/core/poll_clock.h"
 #include "unet/uam/credit_window.h"
 #include "unet/uam/handler_table.h"
 #include "unet/uam/message.h"
@@ -257,16 +257,12 @@ class Endpoint {
   inline void done_with(const Packet& pk) noexcept;
   Peer* peer(ChannelId ch) noexcept { return ch < peers_.size() ? peers_[ch].get() : nullptr; }
   ChannelId adopt(ChannelId ch);
-  Time now() const noexcept { return clock_.to_ns(core::CycleClock::now()); }
-  // poll()'s clock reading inside poll() (its arrivals and the replies their handlers send),
-  // else a fresh one.
-  Time poll_time() const noexcept { return poll_now_ != Time{} ? poll_now_ : now(); }
 
   Config config_;
   Stats stats_;
   std::unique_ptr<core::Endpoint> net_;
   bool ud_ = false;
-  core::CycleClock clock_;
+  core::PollClock clock_;  // inside poll(), its reading: arrivals and their handlers' replies
   std::uint32_t per_channel_budget_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;  // by channel id
   std::vector<ChannelId> open_;               // channels with a live peer, for the timers
@@ -283,7 +279,6 @@ class Endpoint {
   std::uint64_t handling_ = 0;
   std::uint64_t serials_ = 0;
   bool answered_ = false;
-  Time poll_now_{};      // the clock as poll() read it; zero outside poll()
   Time next_service_{};  // when poll() next runs core's service_channels()
   // core's channel_changes() when the timers last looked at every channel's status; a new peer
   // sets it to kLookAgain, so the next poll looks.

@@ -26,9 +26,9 @@
 #include <string_view>
 #include <vector>
 
-#include "unet/core/cycle_clock.h"
 #include "unet/core/descriptor_ring.h"
 #include "unet/core/endpoint.h"
+#include "unet/core/poll_clock.h"
 #include "unet/ulp/datagram_header.h"
 #include "unet/ulp/reassembler.h"
 #include "unet/ulp/socket_fd.h"
@@ -145,7 +145,6 @@ class DatagramEndpoint {
   void drop(const Entry& e) noexcept;
   static void refresh(Port& port) noexcept;
   Port* find(std::uint16_t port) noexcept;
-  Time now() const noexcept;
 
   DatagramConfig config_;
   DatagramStats stats_;
@@ -154,7 +153,7 @@ class DatagramEndpoint {
   std::uint32_t next_id_ = 0;
   Time next_service_{};  // when poll() next runs core's service_channels() (device events)
   Reassembler reassembly_;
-  core::CycleClock clock_;
+  core::PollClock clock_;  // poll()'s reading inside poll(): its arrivals and expiries
   // Bound ports (at most max_ports), with their fds: after net_, so the fds close first.
   std::vector<std::unique_ptr<Port>> ports_;
 };

@@ -47,9 +47,9 @@
 #include <string_view>
 #include <vector>
 
-#include "unet/core/cycle_clock.h"
 #include "unet/core/descriptor_ring.h"
 #include "unet/core/endpoint.h"
+#include "unet/core/poll_clock.h"
 #include "unet/core/rtt_estimator.h"
 #include "unet/ulp/congestion.h"
 #include "unet/ulp/segment_header.h"
@@ -290,19 +290,14 @@ class StreamEndpoint {
   void refresh(ConnId c) noexcept;
   void refresh_fds() noexcept;
   void drop_fd(ConnId c) noexcept;
-  Time now() const noexcept;
-  // poll()'s clock reading inside poll() (one read serves its arrivals, timers and sends: under
-  // emulation a read takes about 30 ns), else a fresh one.
-  Time poll_time() const noexcept { return poll_now_ != Time{} ? poll_now_ : now(); }
 
   StreamConfig config_;
   StreamEndpointStats stats_;
   std::unique_ptr<core::Endpoint> net_;
   std::uint32_t mss_ = 0;
   std::uint32_t window_cap_ = 0;  // what the free queue can absorb at once
-  core::CycleClock clock_;
-  Time next_service_{};  // when poll() next runs core's service_channels()
-  Time poll_now_{};      // the clock as poll() read it; zero outside poll()
+  core::PollClock clock_;         // poll()'s reading inside poll(): its arrivals, timers and sends
+  Time next_service_{};           // when poll() next runs core's service_channels()
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   core::DescriptorRing<ZeroCopyCompletion> zero_copy_done_;
