@@ -594,8 +594,8 @@ def summarize(results):
     for name, x in results.items():
         ratios = [u / p for u, p in zip(x["unet"], x["peer_values"])]
         better_low = x["kind"] == LAT
-        # Best run of each: under emulation a run lands in a fast or a slow mode (vCPU placement,
-        # the host's own scheduling) whatever the tool; the best of N estimates the fast mode.
+        # Best run of each: under emulation a run lands in a fast or a slow mode whatever the tool
+        # (bench/README.md); the best of N estimates the fast mode.
         best = min if better_low else max
         rows.append({"case": name, "metric": x["metric"], "unet_median": statistics.median(x["unet"]),
                      "peer": x["peer"], "peer_median": statistics.median(x["peer_values"]),
