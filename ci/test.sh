@@ -21,6 +21,9 @@
 # Last, the fuzz tier: a clang build (BUILD_DIR-fuzz, UNET_FUZZ=ON) whose libFuzzer targets, one
 # per wire format, each run for UNET_FUZZ_SECONDS from their checked-in seeds (cmake/run_fuzzer.sh;
 # the corpus they grow is kept in BUILD_DIR-fuzz/fuzz/). A crash fails its test.
+# The trees after the first build in the background, at nice 19, while the earlier tiers run.
+# A VM tier's ctest stops every test 2 minutes before the VM's timeout, so a hang still ends in a
+# summary; a tier that ends without one has its last lines printed at the end.
 #
 # Installs missing Debian packages itself. Environment:
 #   UNET_BUILD_DIR      build directory (default: build-ci; the sanitizer pass uses BUILD_DIR-san)
@@ -84,7 +87,14 @@ run_tier() {
   local cmd=(ctest --test-dir "$tree" "${select[@]}" --output-on-failure --no-tests=error)
   case $where in
     host) "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
-    vm) ci/rxe-vm --timeout "${UNET_VM_TIMEOUT:-1500}" "$@" -- "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
+    vm)
+      # ctest ends every test 2 minutes before the VM's timeout (a time of day, taken in the VM:
+      # the VM's start may first build its kernel), so that a hang fails its test and the tier
+      # still prints its summary and that test's output.
+      local vm_timeout=${UNET_VM_TIMEOUT:-1500}
+      ci/rxe-vm --timeout "$vm_timeout" "$@" -- bash -c \
+        'exec "$@" --stop-time "$(date -d "+$0 seconds" +%H:%M:%S)"' $((vm_timeout - 120)) \
+        "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
   esac
   if [ "$rc" != 0 ]; then
     echo "== $label tests ($tree): the end of what each failed test printed =="
@@ -138,49 +148,113 @@ run_memcheck() {
   return "$rc"
 }
 
-status=0
-memcheck_line="memcheck: not run"
-build_tree "$build" "${UNET_SANITIZE:-}"
-mkdir -p "$logdir"
-rm -f "$logdir"/*.log
-run_tiers "$build" "" || status=1
-if [ "${UNET_MEMCHECK:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
-  run_memcheck "$build" || status=1
-fi
-sanitize_pass=${UNET_SANITIZE_PASS-address,undefined}
-if [ -n "$sanitize_pass" ] && [ -z "${UNET_SANITIZE:-}" ]; then
-  build_tree "$build-san" "$sanitize_pass"
-  run_tiers "$build-san" "san-" || status=1
-fi
-if [ "${UNET_TSAN_PASS:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
-  build_tree "$build-tsan" thread unet_tsan_tests  # cmake/unet_test_labels.cmake
-  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
-  run_tier "$build-tsan" tsan+unit host tsan-unit || status=1
-  run_tier "$build-tsan" tsan+device "$device_where" tsan-device || status=1
-fi
-# Built without PMIx (UNET_PMIX=OFF): unet::boot's fork launcher, plans and meshes still build and
-# work, and asking for PMIx is a clear error. Only what the boot unit tests need is built.
-if [ "${UNET_NOPMIX_PASS:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
+# The later trees, each a job NAME [ARG...] for the background builder (below).
+build_san() { build_tree "$build-san" "$sanitize_pass"; }
+build_tsan() { build_tree "$build-tsan" thread unet_tsan_tests; }  # cmake/unet_test_labels.cmake
+# unet::boot without PMIx (UNET_PMIX=OFF): only what its unit tests need.
+build_nopmix() {
   echo "== configure and build ($build-nopmix, UNET_PMIX=OFF) at ${SECONDS} s =="
   cmake -S . -B "$build-nopmix" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
     -DUNET_PMIX=OFF -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=OFF >/dev/null
   cmake --build "$build-nopmix" -j2 --target unet_boot_unit_tests uam_sample_sort
-  echo "== boot unit tests ($build-nopmix, host) at ${SECONDS} s =="
-  ctest --test-dir "$build-nopmix" -L '^unit$' -R '^boot\.' --output-on-failure --no-tests=error 2>&1 |
-    tee "$logdir/nopmix-unit.log" || status=1
-fi
-export UNET_FUZZ_SECONDS=${UNET_FUZZ_SECONDS:-10}  # six targets, two at a time: 30 s of wall time
-if [ "$UNET_FUZZ_SECONDS" != 0 ]; then
+}
+# The fuzz tree (clang, UNET_FUZZ=ON): the targets and what they link, only.
+build_fuzz() {
   echo "== configure and build ($build-fuzz, clang, libFuzzer targets) at ${SECONDS} s =="
   cmake -S . -B "$build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
     -DCMAKE_CXX_COMPILER=clang++ -DUNET_FUZZ=ON -DUNET_BUILD_TESTS=OFF -DUNET_BUILD_BENCH=OFF \
     -DUNET_BUILD_EXAMPLES=OFF >/dev/null
-  cmake --build "$build-fuzz" -j2 --target unet_fuzzers  # the targets and what they link, only
-  # Two at a time: each runs for a fixed time on one core, so this halves the tier's wall time.
-  CTEST_PARALLEL_LEVEL=2 run_tier "$build-fuzz" fuzz host fuzz || status=1
-  # How far each target got (cmake/run_fuzzer.sh's closing line; ctest shows passing tests' output
-  # only in its log).
-  grep -h 'executions in' "$build-fuzz/Testing/Temporary/LastTest.log" || true
+  cmake --build "$build-fuzz" -j2 --target unet_fuzzers
+}
+
+# The later trees build one after another in the background, at the lowest CPU priority, while
+# the earlier trees' tiers run: the VM leaves about 40% of this host's CPU idle (vmstat over a
+# device tier), and a nice 19 build takes little from it when it is busy. Each build's output
+# waits in $bg/NAME.log and is printed when that tree's tiers come.
+bg=$build/background-builds
+bg_pid=
+start_background_builds() {
+  rm -rf "$bg"
+  mkdir -p "$bg"
+  [ "$#" -gt 0 ] || return 0
+  (
+    renice -n 19 -p "$BASHPID" >/dev/null  # what it starts inherits the priority
+    for job in "$@"; do
+      rc=0
+      "$job" >"$bg/$job.log" 2>&1 || rc=$?
+      echo "$rc" >"$bg/$job.rc"
+    done
+  ) &
+  bg_pid=$!
+}
+trap '[ -z "$bg_pid" ] || kill "$bg_pid" 2>/dev/null || true' EXIT
+# await_build JOB: waits (up to an hour) for that background build, prints its output, and fails
+# as it did.
+await_build() {
+  local job=$1 waited=0
+  while [ ! -f "$bg/$job.rc" ] && [ "$waited" -lt 3600 ]; do sleep 2; waited=$((waited + 2)); done
+  cat "$bg/$job.log" 2>/dev/null || true
+  if [ ! -f "$bg/$job.rc" ]; then
+    echo "test.sh: the background build $job did not finish within an hour" >&2
+    return 1
+  fi
+  [ "$(cat "$bg/$job.rc")" = 0 ] || { echo "test.sh: the background build $job failed" >&2; return 1; }
+  echo "== ($job ran in the background; its tiers waited $waited s for it) =="
+}
+
+status=0
+memcheck_line="memcheck: not run"
+sanitize_pass=${UNET_SANITIZE_PASS-address,undefined}
+export UNET_FUZZ_SECONDS=${UNET_FUZZ_SECONDS:-10}  # six targets, two at a time: 30 s of wall time
+later=()
+if [ -z "${UNET_SANITIZE:-}" ]; then
+  [ -z "$sanitize_pass" ] || later+=(build_san)
+  [ "${UNET_TSAN_PASS:-1}" = 0 ] || later+=(build_tsan)
+  [ "${UNET_NOPMIX_PASS:-1}" = 0 ] || later+=(build_nopmix)
+fi
+[ "$UNET_FUZZ_SECONDS" = 0 ] || later+=(build_fuzz)
+
+build_tree "$build" "${UNET_SANITIZE:-}"
+mkdir -p "$logdir"
+rm -f "$logdir"/*.log
+start_background_builds ${later[@]+"${later[@]}"}
+run_tiers "$build" "" || status=1
+if [ "${UNET_MEMCHECK:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
+  run_memcheck "$build" || status=1
+fi
+if [[ " ${later[*]-} " == *" build_san "* ]]; then
+  if await_build build_san; then run_tiers "$build-san" "san-" || status=1; else status=1; fi
+fi
+if [[ " ${later[*]-} " == *" build_tsan "* ]]; then
+  if await_build build_tsan; then
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+    run_tier "$build-tsan" tsan+unit host tsan-unit || status=1
+    run_tier "$build-tsan" tsan+device "$device_where" tsan-device || status=1
+  else
+    status=1
+  fi
+fi
+# Built without PMIx (UNET_PMIX=OFF): unet::boot's fork launcher, plans and meshes still build and
+# work, and asking for PMIx is a clear error.
+if [[ " ${later[*]-} " == *" build_nopmix "* ]]; then
+  if await_build build_nopmix; then
+    echo "== boot unit tests ($build-nopmix, host) at ${SECONDS} s =="
+    ctest --test-dir "$build-nopmix" -L '^unit$' -R '^boot\.' --output-on-failure --no-tests=error 2>&1 |
+      tee "$logdir/nopmix-unit.log" || status=1
+  else
+    status=1
+  fi
+fi
+if [[ " ${later[*]-} " == *" build_fuzz "* ]]; then
+  if await_build build_fuzz; then
+    # Two at a time: each runs for a fixed time on one core, so this halves the tier's wall time.
+    CTEST_PARALLEL_LEVEL=2 run_tier "$build-fuzz" fuzz host fuzz || status=1
+    # How far each target got (cmake/run_fuzzer.sh's closing line; ctest shows passing tests'
+    # output only in its log).
+    grep -h 'executions in' "$build-fuzz/Testing/Temporary/LastTest.log" || true
+  else
+    status=1
+  fi
 fi
 
 # One closing line over every tier (ctest prints one per tier).
@@ -188,7 +262,16 @@ passed=0 failed=0 skipped=0
 for log in "$logdir"/*.log; do
   [ -f "$log" ] || continue
   line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n1) || true
-  [ -n "$line" ] || { status=1; echo "test.sh: no ctest summary in $log" >&2; continue; }
+  if [ -z "$line" ]; then
+    # ctest did not finish (a VM timeout, a crash): what it printed last says where it stopped.
+    status=1
+    echo "test.sh: no ctest summary in $log; the last tests it started, what ci/rxe-vm's" \
+      "watchdog saw running, and its last 40 lines:" >&2
+    { grep -E '^ *Start +[0-9]+: ' "$log" | tail -n 3
+      sed -n '/^unet-vm watchdog: /,/^MemAvailable:/p' "$log" | head -n 60
+      tail -n 40 "$log"; } | sed 's/^/    /' >&2
+    continue
+  fi
   total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
   f=$(sed -E 's/.*tests passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
   s=$(grep -cE '\(Skipped\)|\*\*\*Skipped' "$log" || true)
