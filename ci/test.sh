@@ -88,12 +88,13 @@ run_tier() {
   case $where in
     host) "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
     vm)
-      # ctest ends every test 2 minutes before the VM's timeout (a time of day, taken in the VM:
-      # the VM's start may first build its kernel), so that a hang fails its test and the tier
-      # still prints its summary and that test's output.
+      # ctest ends every test 2 minutes before the VM's timeout (half-way through a short one),
+      # at a time of day taken in the VM (its start may first build its kernel): a hang fails its
+      # test, and the tier still prints its summary and that test's output.
       local vm_timeout=${UNET_VM_TIMEOUT:-1500}
+      local stop=$((vm_timeout > 240 ? vm_timeout - 120 : vm_timeout / 2))
       ci/rxe-vm --timeout "$vm_timeout" "$@" -- bash -c \
-        'exec "$@" --stop-time "$(date -d "+$0 seconds" +%H:%M:%S)"' $((vm_timeout - 120)) \
+        'exec "$@" --stop-time "$(date -d "+$0 seconds" +%H:%M:%S)"' "$stop" \
         "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
   esac
   if [ "$rc" != 0 ]; then
@@ -148,7 +149,7 @@ run_memcheck() {
   return "$rc"
 }
 
-# The later trees, each a job NAME [ARG...] for the background builder (below).
+# The later trees, each a function the background builder (below) runs.
 build_san() { build_tree "$build-san" "$sanitize_pass"; }
 build_tsan() { build_tree "$build-tsan" thread unet_tsan_tests; }  # cmake/unet_test_labels.cmake
 # unet::boot without PMIx (UNET_PMIX=OFF): only what its unit tests need.
@@ -177,6 +178,7 @@ start_background_builds() {
   rm -rf "$bg"
   mkdir -p "$bg"
   [ "$#" -gt 0 ] || return 0
+  set -m  # the builder gets a process group of its own, which the EXIT trap ends
   (
     renice -n 19 -p "$BASHPID" >/dev/null  # what it starts inherits the priority
     for job in "$@"; do
@@ -186,8 +188,9 @@ start_background_builds() {
     done
   ) &
   bg_pid=$!
+  set +m
 }
-trap '[ -z "$bg_pid" ] || kill "$bg_pid" 2>/dev/null || true' EXIT
+trap '[ -z "$bg_pid" ] || kill -- -"$bg_pid" 2>/dev/null || true' EXIT
 # await_build JOB: waits (up to an hour) for that background build, prints its output, and fails
 # as it did.
 await_build() {
