@@ -139,7 +139,10 @@ TEST_F(MtuMismatch, ActiveMessagesCarryTheSmallerMtu) {
   const auto end = std::chrono::steady_clock::now() + 20s;
   while (replies < 3 && std::chrono::steady_clock::now() < end) ASSERT_GE(a.poll() + b.poll(), 0);
   EXPECT_EQ(replies, 3);
-  EXPECT_EQ(a.stats().retransmitted, 0u) << "nothing was lost";
+  EXPECT_EQ(b.stats().requests_handled, 3u);
+  // A slow VM may resend before the ack comes; each such resend is a duplicate at b. A resend
+  // that b did not see twice replaced a lost original.
+  EXPECT_LE(a.stats().retransmitted, b.stats().duplicates) << "a request was lost";
   EXPECT_EQ(b.net().stats().recv_errors + a.net().stats().recv_errors, 0u);
 }
 
