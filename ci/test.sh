@@ -204,6 +204,8 @@ await_build() {
   [ "$(cat "$bg/$job.rc")" = 0 ] || { echo "test.sh: the background build $job failed" >&2; return 1; }
   echo "== ($job ran in the background; its tiers waited $waited s for it) =="
 }
+# planned JOB: whether that tree was to be built. Its tiers run only after await_build JOB.
+planned() { [[ " ${later[*]-} " == *" $1 "* ]]; }
 
 status=0
 memcheck_line="memcheck: not run"
@@ -225,10 +227,10 @@ run_tiers "$build" "" || status=1
 if [ "${UNET_MEMCHECK:-1}" != 0 ] && [ -z "${UNET_SANITIZE:-}" ]; then
   run_memcheck "$build" || status=1
 fi
-if [[ " ${later[*]-} " == *" build_san "* ]]; then
+if planned build_san; then
   if await_build build_san; then run_tiers "$build-san" "san-" || status=1; else status=1; fi
 fi
-if [[ " ${later[*]-} " == *" build_tsan "* ]]; then
+if planned build_tsan; then
   if await_build build_tsan; then
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
     run_tier "$build-tsan" tsan+unit host tsan-unit || status=1
@@ -239,7 +241,7 @@ if [[ " ${later[*]-} " == *" build_tsan "* ]]; then
 fi
 # Built without PMIx (UNET_PMIX=OFF): unet::boot's fork launcher, plans and meshes still build and
 # work, and asking for PMIx is a clear error.
-if [[ " ${later[*]-} " == *" build_nopmix "* ]]; then
+if planned build_nopmix; then
   if await_build build_nopmix; then
     echo "== boot unit tests ($build-nopmix, host) at ${SECONDS} s =="
     ctest --test-dir "$build-nopmix" -L '^unit$' -R '^boot\.' --output-on-failure --no-tests=error 2>&1 |
@@ -248,7 +250,7 @@ if [[ " ${later[*]-} " == *" build_nopmix "* ]]; then
     status=1
   fi
 fi
-if [[ " ${later[*]-} " == *" build_fuzz "* ]]; then
+if planned build_fuzz; then
   if await_build build_fuzz; then
     # Two at a time: each runs for a fixed time on one core, so this halves the tier's wall time.
     CTEST_PARALLEL_LEVEL=2 run_tier "$build-fuzz" fuzz host fuzz || status=1
@@ -269,10 +271,11 @@ for log in "$logdir"/*.log; do
     # ctest did not finish (a VM timeout, a crash): what it printed last says where it stopped.
     status=1
     echo "test.sh: no ctest summary in $log; the last tests it started, what ci/rxe-vm's" \
-      "watchdog saw running, and its last 40 lines:" >&2
+      "watchdog saw running, the blocked tasks and its last 15 lines:" >&2
     { grep -E '^ *Start +[0-9]+: ' "$log" | tail -n 3
-      sed -n '/^unet-vm watchdog: /,/^MemAvailable:/p' "$log" | head -n 60
-      tail -n 40 "$log"; } | sed 's/^/    /' >&2
+      sed -n '/^unet-vm watchdog: the command/,/^unet-vm watchdog: end/p' "$log" | head -n 100
+      sed -n '/^rxe-vm: --- the blocked tasks/,/^rxe-vm: --- last 50 lines/p' "$log" | head -n 60
+      tail -n 15 "$log"; } | sed 's/^/    /' >&2
     continue
   fi
   total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
