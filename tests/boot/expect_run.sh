@@ -110,7 +110,7 @@ crossed=$(($(veth_rx) - before))
 
 fail=0
 if { [ "$want" = nonzero ] && [ "$rc" -eq 0 ]; } || { [ "$want" != nonzero ] && [ "$rc" -ne "$want" ]; }; then
-  echo "expect_run.sh: exit status $rc$([ "$rc" != 124 ] || echo ' (killed at the deadline)'), expected $want" >&2
+  echo "expect_run.sh: exit status $rc${late:+ (killed at the deadline)}, expected $want" >&2
   fail=1
 fi
 if [ -n "$within" ] && awk -v e="$elapsed" -v w="$within" 'BEGIN { exit !(e > w) }'; then
