@@ -72,8 +72,7 @@ wait_bounded() {
 }
 
 out=$(mktemp)
-# Only this shell: a background job killed before it has exec'd would run the trap too.
-trap '[ "$BASHPID" != $$ ] || rm -f "$out"' EXIT
+trap 'rm -f "$out"' EXIT
 before=$(veth_rx)
 start=$(date +%s.%N)
 # A background job of this (job-control-less) shell is not a group leader: setsid makes COMMAND
