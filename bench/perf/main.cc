@@ -65,10 +65,11 @@ DEFINE_int64(n, 1000, "timed iterations per size (default 1000; 5000 for da_writ
 DEFINE_string(c, "RC",
               "transport: RC or UD (UD for ep_* and am_*; dgram_lat, stream_lat and stream_bw "
               "default to UD, and the stream runs over RC too)");
-DEFINE_int32(I, 44,
-             "largest inline send (as perftest's -I): up to 44 bytes travel inside the descriptor, "
-             "larger ones are posted inline from their segment buffer; clamped to the device "
-             "(default: the endpoint's, 44 and 256)");
+DEFINE_int32(
+    I, 108,
+    "largest inline send (as perftest's -I): up to 108 bytes travel inside the descriptor, "
+    "larger ones are posted inline from their segment buffer; clamped to the device "
+    "(default: the endpoint's, 108 and 256)");
 DEFINE_bool(R, false, "set the channel up through rdma_cm");
 DEFINE_bool(e, false, "wait on completion events instead of polling");
 DEFINE_bool(F, false, "accepted for perftest compatibility; no effect");

@@ -160,7 +160,7 @@ std::variant<PerfConfig, std::string> make_config(const RawFlags& f) {
   c.warmup = static_cast<std::uint64_t>(w);
 
   if (f.inline_size) {
-    // Up to 44 bytes ride inside the descriptor, larger ones are posted inline from their buffer;
+    // Up to 108 bytes ride inside the descriptor, larger ones are posted inline from their buffer;
     // the endpoint clamps both to what the device takes.
     constexpr std::int64_t limit = 4096;
     if (*f.inline_size < 0 || *f.inline_size > limit)

@@ -30,7 +30,7 @@ core::EndpointConfig endpoint_config(const PerfConfig& c, std::uint32_t size) {
   e.transport = c.transport;
   e.mode = c.mode;
   // -I is perftest's largest IBV_SEND_INLINE size: messages up to it ride inside the descriptor
-  // (at most 44 bytes) or are posted inline from their segment buffer.
+  // (at most 108 bytes) or are posted inline from their segment buffer.
   if (c.inline_size) {
     e.inline_threshold = *c.inline_size;
     e.inline_post_limit = *c.inline_size;

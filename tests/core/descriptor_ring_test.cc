@@ -12,19 +12,19 @@
 namespace unet::core {
 namespace {
 
-TEST(Descriptor, IsOneCacheLine) {
-  EXPECT_EQ(sizeof(Descriptor), 64u);
+TEST(Descriptor, IsTwoCacheLines) {
+  EXPECT_EQ(sizeof(Descriptor), 128u);
   EXPECT_EQ(alignof(Descriptor), 64u);
-  EXPECT_GE(Descriptor::kInlineBytes, 32u);
+  EXPECT_EQ(Descriptor::kInlineBytes, 108u);  // 64 bytes and a layer's header
 }
 
 // Every length an inline payload can have, at every offset within a word: exactly [0, n) is
 // copied, and no byte around it, on either side, is touched (guard bytes stay as they were).
 TEST(Descriptor, CopySmallCopiesExactlyTheGivenBytes) {
   constexpr std::size_t kGuard = 16;
-  for (std::size_t n = 0; n <= 48; ++n) {
+  for (std::size_t n = 0; n <= 128; ++n) {
     for (std::size_t at = 0; at < 8; ++at) {
-      std::byte src[kGuard + 48 + kGuard + 8], dst[kGuard + 48 + kGuard + 8];
+      std::byte src[kGuard + 128 + kGuard + 8], dst[kGuard + 128 + kGuard + 8];
       for (std::size_t i = 0; i < sizeof src; ++i) {
         src[i] = std::byte(i * 7 + 1);
         dst[i] = std::byte{0xee};
@@ -43,7 +43,8 @@ TEST(Descriptor, ComposeInlineCarriesThePayload) {
   constexpr std::size_t kInline = Descriptor::kInlineBytes;
   std::byte payload[kInline];
   for (std::size_t i = 0; i < sizeof payload; ++i) payload[i] = std::byte(200 - i);
-  for (std::size_t n : {std::size_t{1}, std::size_t{8}, std::size_t{33}, kInline}) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{8}, std::size_t{33}, std::size_t{64}, kInline}) {
     Descriptor d;
     compose_inline(d, 3, {payload, n}, Descriptor::kImm, 77);
     EXPECT_EQ(d.channel, 3u);

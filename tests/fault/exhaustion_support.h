@@ -28,9 +28,9 @@ inline std::byte pattern(std::uint32_t msg, std::uint32_t i) {
   return static_cast<std::byte>(msg * 131 + i * 7 + 1);
 }
 
-// Message m's length: 100 .. 999 bytes, so every arrival holds a buffer (above the 44-byte
+// Message m's length: 120 .. 999 bytes, so every arrival holds a buffer (above the 108-byte
 // descriptor payload) and some are posted inline by the sender, some not.
-inline std::uint32_t length_of(std::uint32_t m) { return 100 + (m * 97) % 900; }
+inline std::uint32_t length_of(std::uint32_t m) { return 120 + (m * 97) % 880; }
 
 // Polls `eps` until `done()` holds or `timeout` passes; false on a timeout or a device error.
 inline bool pump(std::initializer_list<Endpoint*> eps, const std::function<bool()>& done,

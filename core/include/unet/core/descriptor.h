@@ -3,7 +3,8 @@
 // It names a channel (the tag), a buffer of the communication segment and a length, and carries
 // small messages inside itself (the paper's small-message optimization): kInlineBytes of payload
 // ride in the descriptor, so a small send needs no buffer and a small arrival frees its buffer at
-// once. One descriptor is one 64-byte cache line (pinned by a static_assert and a test).
+// once. One descriptor is two 64-byte cache lines (pinned by a static_assert and a test): room for
+// a 64-byte message and the header of a layer above (core/README.md, "Why 108 bytes").
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,7 @@ inline constexpr BufferId kNoBuffer = UINT32_MAX;
 
 // One message descriptor: what a send names, or what an arrival delivered.
 struct alignas(64) Descriptor {
-  static constexpr std::size_t kInlineBytes = 44;
+  static constexpr std::size_t kInlineBytes = 108;
 
   enum Flags : std::uint16_t {
     kInline = 1 << 0,  // the payload is in `data`, not in a buffer
@@ -44,17 +45,24 @@ struct alignas(64) Descriptor {
   std::span<const std::byte> inline_payload() const noexcept { return {data, length}; }
 };
 
-static_assert(sizeof(Descriptor) == 64, "a descriptor is one cache line");
+static_assert(sizeof(Descriptor) == 128, "a descriptor is two cache lines");
 
-// Copies n <= 48 bytes (a descriptor's inline payload) between two buffers that do not overlap,
-// as at most three fixed-size moves that may overlap each other, reading and writing only
-// [0, n) of each side. Inlined where it is used: on the data path of every small send and arrival
-// a call to memcpy for a few bytes costs more than the copy (a call and an indirect return, which
-// an emulated CPU pays dearly for).
+// Copies n <= 128 bytes (a descriptor's inline payload) between two buffers that do not overlap,
+// as at most two fixed-size moves that may overlap each other (three below 4 bytes), reading and
+// writing only [0, n) of each side. Inlined where it is used: on the data path of every small send
+// and arrival a call to memcpy for a few bytes costs more than the copy (a call and an indirect
+// return, which an emulated CPU pays dearly for).
 inline void copy_small(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
-  if (n >= 16) {
+  if (n >= 32) {
+    if (n >= 64) {
+      std::memcpy(dst, src, 64);
+      std::memcpy(dst + n - 64, src + n - 64, 64);
+    } else {
+      std::memcpy(dst, src, 32);
+      std::memcpy(dst + n - 32, src + n - 32, 32);
+    }
+  } else if (n >= 16) {
     std::memcpy(dst, src, 16);
-    if (n > 32) std::memcpy(dst + 16, src + 16, 16);
     std::memcpy(dst + n - 16, src + n - 16, 16);
   } else if (n >= 8) {
     std::memcpy(dst, src, 8);
@@ -68,7 +76,7 @@ inline void copy_small(std::byte* dst, const std::byte* src, std::size_t n) noex
     dst[n - 1] = src[n - 1];
   }
 }
-static_assert(Descriptor::kInlineBytes <= 48, "copy_small covers an inline payload");
+static_assert(Descriptor::kInlineBytes <= 128, "copy_small covers an inline payload");
 
 // Composes a send descriptor carrying `payload` inside itself (payload.size() <= kInlineBytes,
 // checked by the caller). The endpoint's send_inline() does exactly this in its send-queue slot.

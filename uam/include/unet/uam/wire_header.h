@@ -25,9 +25,9 @@
 // whole, with its own header, sequence number and ack; a receiver reads them in order with
 // decode_front().
 //
-// What fits in a descriptor's 44 inline bytes (core::Descriptor::kInlineBytes): the header and up
-// to 3 argument words, with 28 - 8n bytes of payload beside n words (28, 20, 12, 4); four words
-// (48 bytes) need a segment buffer.
+// What fits in a descriptor's 108 inline bytes (core::Descriptor::kInlineBytes): the header, up to
+// 4 argument words and 92 - 8n bytes of payload beside n words (92 .. 60): a 64-byte payload with
+// up to 3 words.
 //
 // Rules decode() enforces, each with its own WireFault: the message is at least 16 bytes; magic and
 // version match; kind is 1..5; argument count is 0..4; reserved bits are zero; the message is
@@ -94,7 +94,7 @@ constexpr std::size_t message_bytes(const Header& h) noexcept {
   return header_bytes(h.arg_count) + h.payload_length;
 }
 
-static_assert(header_bytes(3) <= 44, "header + 3 words ride inside a descriptor");
+static_assert(header_bytes(3) + 64 <= 108, "header, 3 words and 64 bytes ride inside a descriptor");
 
 // Why a message was refused, one value per rule (kNone: it was accepted).
 enum class WireFault : std::uint8_t {
