@@ -46,6 +46,7 @@
 #include <string_view>
 
 #include "unet/core/always_inline.h"
+#include "unet/core/descriptor.h"
 #include "unet/core/little_endian.h"
 #include "unet/status.h"
 
@@ -94,7 +95,8 @@ constexpr std::size_t message_bytes(const Header& h) noexcept {
   return header_bytes(h.arg_count) + h.payload_length;
 }
 
-static_assert(header_bytes(3) + 64 <= 108, "header, 3 words and 64 bytes ride inside a descriptor");
+static_assert(header_bytes(3) + 64 <= core::Descriptor::kInlineBytes,
+              "header, 3 words and 64 bytes ride inside a descriptor");
 
 // Why a message was refused, one value per rule (kNone: it was accepted).
 enum class WireFault : std::uint8_t {
