@@ -14,8 +14,6 @@ namespace {
 using core::load_le;
 using core::store_le;
 
-constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst | kSack;
-
 using core::seq_lt;
 // A block names bytes past the ack, at least one.
 bool block_ok(const SackBlock& b, std::uint32_t ack) noexcept {
@@ -50,38 +48,6 @@ std::string_view to_string(SegmentFault f) noexcept {
       return "SACK block empty or not after ack";
   }
   return "unknown segment fault";
-}
-
-SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept {
-  if (h.flags & ~kKnownFlags) return SegmentFault::kReservedBits;
-  if (h.has(kSyn) && h.has(kFin)) return SegmentFault::kSynAndFin;
-  if (payload != 0 && (h.has(kSyn) || h.has(kRst))) return SegmentFault::kPayloadNotAllowed;
-  // Only a first SYN (no ACK: nothing to acknowledge yet) and an RST may go without ACK.
-  if (!h.has(kAck) && !h.has(kSyn) && !h.has(kRst)) return SegmentFault::kMissingAck;
-  if (h.has(kSack)) {
-    if (!h.has(kAck) || h.has(kSyn) || h.has(kFin) || h.has(kRst))
-      return SegmentFault::kSackNotAllowed;
-    if (payload == 0 || payload % kSackBlockBytes != 0 ||
-        payload > kMaxSackBlocks * kSackBlockBytes)
-      return SegmentFault::kBadSackLength;
-  }
-  return SegmentFault::kNone;
-}
-
-Status encode(const SegmentHeader& h, std::size_t payload, std::span<std::byte> out) noexcept {
-  if (out.size() < kSegmentHeaderBytes || check(h, payload) != SegmentFault::kNone)
-    return Status::kInvalidArgument;
-  std::byte* p = out.data();
-  p[0] = static_cast<std::byte>(kSegmentMagic);
-  p[1] = static_cast<std::byte>(kSegmentVersion << 4);
-  p[2] = static_cast<std::byte>(h.flags);
-  p[3] = std::byte{0};
-  store_le(p + 4, h.src_port);
-  store_le(p + 6, h.dst_port);
-  store_le(p + 8, h.seq);
-  store_le(p + 12, h.ack);
-  store_le(p + 16, h.window);
-  return Status::kOk;
 }
 
 Status encode_sack(std::span<const SackBlock> blocks, std::uint32_t ack,

@@ -49,13 +49,6 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
 
 StreamEndpoint::~StreamEndpoint() = default;
 
-StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) noexcept {
-  return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
-}
-const StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) const noexcept {
-  return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
-}
-
 StreamEndpoint::Conn* StreamEndpoint::find(ChannelId peer, std::uint16_t local,
                                            std::uint16_t remote) noexcept {
   for (auto& c : conns_)
@@ -113,6 +106,7 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
     c.timing = false;
     c.last_heard = c.last_keepalive = clock_.now();
     c.stats = StreamStats{};
+    seen_channel_changes_ = kLookAgain;  // its channel may have failed already
     return &c;
   }
   return nullptr;
@@ -123,11 +117,6 @@ void StreamEndpoint::free_conn(Conn& c) noexcept {
   retire_zero_copy(c);
   if (c.zc_count > 0) return;  // the device still reads a zero-copy send: poll() frees it later
   c.used = false;
-}
-
-std::uint32_t StreamEndpoint::receive_window(const Conn& c) const noexcept {
-  const std::uint32_t room = (c.rmask + 1) - (c.rcv_nxt - c.rcv_read);
-  return std::min(room, window_cap_);
 }
 
 Status StreamEndpoint::listen(std::uint16_t port) noexcept {

@@ -2,6 +2,7 @@
 // (segments, output, timers).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -132,6 +133,18 @@ struct StreamEndpoint::Conn {
     return sbuf.get() + ((seq - data_start()) & smask);
   }
 };
+
+inline StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) noexcept {
+  return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
+}
+inline const StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) const noexcept {
+  return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
+}
+
+inline std::uint32_t StreamEndpoint::receive_window(const Conn& c) const noexcept {
+  const std::uint32_t room = (c.rmask + 1) - (c.rcv_nxt - c.rcv_read);
+  return std::min(room, window_cap_);
+}
 
 struct StreamEndpoint::Listener {
   Listener(std::uint16_t p, std::uint32_t backlog) : port(p), ready(backlog) {}

@@ -50,12 +50,16 @@ int StreamEndpoint::poll() noexcept {
     clock_.end();
     return n;
   }
-  zero_copy_progress();
+  core::OpCompletion done;
+  while (net_->completion(done) == Status::kOk) zero_copy_completion(done);
   core::service_when_due(*net_, t, next_service_);
+  // A channel core closed or failed since the last look fails its connections (timers()).
+  const bool recheck = net_->channel_changes() != seen_channel_changes_;
+  seen_channel_changes_ = net_->channel_changes();
   for (auto& p : conns_) {
     Conn& c = *p;
     if (!c.used) continue;
-    timers(c, t);
+    timers(c, t, recheck);
     if (!c.used) continue;
     output(c);
     if (c.ack_owed > 0 && t >= c.ack_due) c.ack_pending = true;
@@ -352,15 +356,15 @@ void StreamEndpoint::step(Conn& c, StreamEvent e) noexcept {
 void StreamEndpoint::output(Conn& c) noexcept {
   if (!sending(c.state)) return;
   for (;;) {
-    const std::uint32_t flight = c.flight();
-    // A zero window still lets one byte out when nothing is in flight: the probe that finds out
-    // when it opens (the retransmission timer repeats it).
-    // Limited transmit (RFC 3042): the first two duplicate acks each let one new segment out, so
-    // a small window still gathers the three duplicates a fast retransmit needs.
-    const std::uint32_t limited = c.cc.in_recovery() ? 0 : std::min(c.dup_count, 2u) * c.mss;
-    const std::uint32_t wnd =
-        std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
     if (seq_lt(c.snd_nxt, c.snd_end)) {
+      const std::uint32_t flight = c.flight();
+      // A zero window still lets one byte out when nothing is in flight: the probe that finds
+      // out when it opens (the retransmission timer repeats it).
+      // Limited transmit (RFC 3042): the first two duplicate acks each let one new segment out,
+      // so a small window still gathers the three duplicates a fast retransmit needs.
+      const std::uint32_t limited = c.cc.in_recovery() ? 0 : std::min(c.dup_count, 2u) * c.mss;
+      const std::uint32_t wnd =
+          std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
       if (flight >= wnd) return;
       const std::uint32_t len = std::min({c.mss, c.run(c.snd_nxt), wnd - flight});
       if (send_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
@@ -527,7 +531,7 @@ void StreamEndpoint::resend_hole(Conn& c) noexcept {
   ++c.stats.sack_resent;
 }
 
-void StreamEndpoint::timers(Conn& c, Time t) noexcept {
+void StreamEndpoint::timers(Conn& c, Time t, bool recheck) noexcept {
   if (c.state == StreamState::kClosed) {
     if (c.orphan()) free_conn(c);
     return;
@@ -535,7 +539,7 @@ void StreamEndpoint::timers(Conn& c, Time t) noexcept {
   // The channel under the connection closed or failed (RC: the peer stopped answering the
   // device's retries): nothing more can pass, so the connection fails now, not at the connect or
   // dead-peer timeout.
-  if (net_->channel_status(c.peer) != Status::kOk) return fail(c, Status::kClosed);
+  if (recheck && net_->channel_status(c.peer) != Status::kOk) return fail(c, Status::kClosed);
   if (c.state == StreamState::kSynSent || c.state == StreamState::kSynReceived) {
     if (t >= c.deadline) {
       step(c, StreamEvent::kTimeout);

@@ -56,15 +56,14 @@ Status StreamEndpoint::listener_fd(std::uint16_t port, int& out) noexcept {
 }
 
 // Signals connection `id`'s fd while its readiness meets its interest (a syscall only on a flip).
-void StreamEndpoint::refresh(ConnId id) noexcept {
+void StreamEndpoint::refresh_socket(ConnId id) noexcept {
   ConnSocket& s = conn_sockets_[id];
   if (s.fd) s.fd->set((readiness(*conns_[id]) & s.interest) != 0);
 }
 
-// After poll(): every socket that has an fd; nothing at all when none has.
-void StreamEndpoint::refresh_fds() noexcept {
-  if (open_fds_ == 0) return;
-  for (ConnId id = 0; id < conn_sockets_.size(); ++id) refresh(id);
+// After poll(), when an fd is open: every socket that has one.
+void StreamEndpoint::refresh_sockets() noexcept {
+  for (ConnId id = 0; id < conn_sockets_.size(); ++id) refresh_socket(id);
   for (std::size_t i = 0; i < listeners_.size(); ++i)
     if (listener_fds_[i]) listener_fds_[i]->set(!listeners_[i]->ready.empty());
 }

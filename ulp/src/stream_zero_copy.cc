@@ -59,22 +59,20 @@ Status StreamEndpoint::send_pinned(Conn& c, PinnedSend& z, const SegmentHeader& 
   return Status::kOk;
 }
 
-// The device finished sends: each zero-copy segment's completion lets go of its memory. (Other
-// completions are plain sends that failed; the stream repairs those losses by retransmission.)
-void StreamEndpoint::zero_copy_progress() noexcept {
-  core::OpCompletion done;
-  while (net_->completion(done) == Status::kOk) {
-    if (!(done.tag & kZeroCopyTag)) continue;
-    const auto id = static_cast<ConnId>((done.tag & ~kZeroCopyTag) >> 32);
-    const auto serial = static_cast<std::uint32_t>(done.tag);
-    if (id >= conns_.size()) continue;
-    Conn& c = *conns_[id];
-    for (std::uint32_t i = 0; i < c.zc_count; ++i) {
-      PinnedSend& z = c.zc_at(i);
-      if (z.serial == serial && z.in_flight > 0) {
-        --z.in_flight;
-        break;
-      }
+// The device finished a send poll() was told of: a zero-copy segment's completion lets go of its
+// memory. (Other completions are plain sends that failed; the stream repairs those losses by
+// retransmission.)
+void StreamEndpoint::zero_copy_completion(const core::OpCompletion& done) noexcept {
+  if (!(done.tag & kZeroCopyTag)) return;
+  const auto id = static_cast<ConnId>((done.tag & ~kZeroCopyTag) >> 32);
+  const auto serial = static_cast<std::uint32_t>(done.tag);
+  if (id >= conns_.size()) return;
+  Conn& c = *conns_[id];
+  for (std::uint32_t i = 0; i < c.zc_count; ++i) {
+    PinnedSend& z = c.zc_at(i);
+    if (z.serial == serial && z.in_flight > 0) {
+      --z.in_flight;
+      return;
     }
   }
 }

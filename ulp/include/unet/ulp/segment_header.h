@@ -33,6 +33,7 @@
 #include <span>
 #include <string_view>
 
+#include "unet/core/little_endian.h"
 #include "unet/status.h"
 
 namespace unet::ulp {
@@ -91,13 +92,43 @@ enum class SegmentFault : std::uint8_t {
 // The fault's name, for logs and test messages.
 std::string_view to_string(SegmentFault f) noexcept;
 
-// The rules above for a header sent with `payload` bytes; kNone when it may go.
-SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept;
+// The rules above for a header sent with `payload` bytes; kNone when it may go. Inline, as
+// encode(): the stream runs both for every segment it sends.
+inline SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept {
+  constexpr std::uint8_t kKnownFlags = kSyn | kAck | kFin | kRst | kSack;
+  if (h.flags & ~kKnownFlags) return SegmentFault::kReservedBits;
+  if (h.has(kSyn) && h.has(kFin)) return SegmentFault::kSynAndFin;
+  if (payload != 0 && (h.has(kSyn) || h.has(kRst))) return SegmentFault::kPayloadNotAllowed;
+  // Only a first SYN (no ACK: nothing to acknowledge yet) and an RST may go without ACK.
+  if (!h.has(kAck) && !h.has(kSyn) && !h.has(kRst)) return SegmentFault::kMissingAck;
+  if (h.has(kSack)) {
+    if (!h.has(kAck) || h.has(kSyn) || h.has(kFin) || h.has(kRst))
+      return SegmentFault::kSackNotAllowed;
+    if (payload == 0 || payload % kSackBlockBytes != 0 ||
+        payload > kMaxSackBlocks * kSackBlockBytes)
+      return SegmentFault::kBadSackLength;
+  }
+  return SegmentFault::kNone;
+}
 
 // Writes the 20 header bytes to the front of `out`; kInvalidArgument (nothing written) when the
 // header with `payload` bytes breaks a rule or `out` is shorter than 20 bytes.
-[[nodiscard]] Status encode(const SegmentHeader& h, std::size_t payload,
-                            std::span<std::byte> out) noexcept;
+[[nodiscard]] inline Status encode(const SegmentHeader& h, std::size_t payload,
+                                   std::span<std::byte> out) noexcept {
+  if (out.size() < kSegmentHeaderBytes || check(h, payload) != SegmentFault::kNone)
+    return Status::kInvalidArgument;
+  std::byte* p = out.data();
+  p[0] = static_cast<std::byte>(kSegmentMagic);
+  p[1] = static_cast<std::byte>(kSegmentVersion << 4);
+  p[2] = static_cast<std::byte>(h.flags);
+  p[3] = std::byte{0};
+  core::store_le(p + 4, h.src_port);
+  core::store_le(p + 6, h.dst_port);
+  core::store_le(p + 8, h.seq);
+  core::store_le(p + 12, h.ack);
+  core::store_le(p + 16, h.window);
+  return Status::kOk;
+}
 
 // Writes a SACK segment's payload: `blocks` (1 to 4, each non-empty and after `ack`) at the
 // front of `out`, 8 bytes each. kInvalidArgument (nothing written) otherwise, or when `out` is

@@ -274,21 +274,30 @@ class StreamEndpoint {
   Status send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept;
   Status send_pinned(Conn& c, PinnedSend& z, const SegmentHeader& h, std::uint32_t len) noexcept;
   void segment_sent(Conn& c, std::uint8_t flags) noexcept;
-  void zero_copy_progress() noexcept;
+  void zero_copy_completion(const core::OpCompletion& done) noexcept;
   void retire_zero_copy(Conn& c) noexcept;
   Status send_reset(ChannelId peer, const SegmentHeader& to, std::size_t payload) noexcept;
   void retransmit_first(Conn& c) noexcept;
-  void timers(Conn& c, Time now) noexcept;
+  void timers(Conn& c, Time now, bool recheck) noexcept;
   void fail(Conn& c, Status error) noexcept;
   void free_conn(Conn& c) noexcept;
   Conn* find(ChannelId peer, std::uint16_t local, std::uint16_t remote) noexcept;
-  Conn* get(ConnId c) noexcept;
-  const Conn* get(ConnId c) const noexcept;
+  // Inline, in stream_impl.h: on every send() and recv().
+  inline Conn* get(ConnId c) noexcept;
+  inline const Conn* get(ConnId c) const noexcept;
   Conn* new_conn(ChannelId peer, std::uint16_t local, std::uint16_t remote, ConnId& id) noexcept;
-  std::uint32_t receive_window(const Conn& c) const noexcept;
+  inline std::uint32_t receive_window(const Conn& c) const noexcept;  // stream_impl.h
   unsigned readiness(const Conn& c) const noexcept;
-  void refresh(ConnId c) noexcept;
-  void refresh_fds() noexcept;
+  // A connection's fd, and every fd after poll(): nothing at all, not even a call, when none is
+  // open.
+  void refresh(ConnId c) noexcept {
+    if (open_fds_ != 0) refresh_socket(c);
+  }
+  void refresh_fds() noexcept {
+    if (open_fds_ != 0) refresh_sockets();
+  }
+  void refresh_socket(ConnId c) noexcept;
+  void refresh_sockets() noexcept;
   void drop_fd(ConnId c) noexcept;
 
   StreamConfig config_;
@@ -298,6 +307,10 @@ class StreamEndpoint {
   std::uint32_t window_cap_ = 0;  // what the free queue can absorb at once
   core::PollClock clock_;         // poll()'s reading inside poll(): its arrivals, timers and sends
   Time next_service_{};           // when poll() next runs core's service_channels()
+  // net_->channel_changes() when poll() last asked each connection's channel for its status;
+  // kLookAgain after a connection is made, so the next poll asks.
+  static constexpr std::uint64_t kLookAgain = ~std::uint64_t{0};
+  std::uint64_t seen_channel_changes_ = kLookAgain;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   core::DescriptorRing<ZeroCopyCompletion> zero_copy_done_;
