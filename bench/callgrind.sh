@@ -45,6 +45,14 @@ cg_classes() {
     END { printf "%.0f %.0f %.0f %.0f %.0f\n", t, v, u, c, o }'
 }
 
+# cg_functions FILE: FILE's self cost per function, "COST<tab>FILE:FUNCTION" (arguments and binary dropped).
+cg_functions() {
+  callgrind_annotate --auto=no --threshold=100 "$1" | awk '
+    $1 ~ /^[0-9,]+$/ && /%\)/ && !/PROGRAM TOTALS/ {
+      c = $1; gsub(",", "", c); s = $0; sub(/^[^)]*\) */, "", s); sub(/ \[[^]]*\]$/, "", s)
+      print c "\t" s }'
+}
+
 # cg_per "A..." "B..." LOW HIGH: each (B - A) / (HIGH - LOW), truncated: the per-iteration
 # difference of counts at LOW and HIGH iterations, which cancels set-up and warm-up.
 cg_per() {

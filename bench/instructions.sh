@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# bench/instructions.sh [--toggle FUNCTION]... TOOL ARGS... — instructions per iteration of a ping-pong or
-# stream client (unet_perf, unet_pingpong, verbs_pingpong, ucx_perftest, a perftest), by layer, under callgrind
-# beside a plain server; --toggle counts only inside FUNCTION. On a device, e.g. `ci/rxe-vm --timeout 2400 --
+# bench/instructions.sh [--toggle FUNCTION]... [--functions N] TOOL ARGS... — instructions per iteration of a
+# ping-pong or stream client (unet_perf, unet_pingpong, verbs_pingpong, ucx_perftest, a perftest), by layer,
+# under callgrind beside a plain server; --toggle counts only inside FUNCTION; --functions also lists the N
+# costliest functions per iteration (self cost). On a device, e.g. `ci/rxe-vm --timeout 2400 --
 # bench/instructions.sh build/bench/unet_perf --test am_lat -s 8`; recipes in bench/README.md.
 set -euo pipefail
 # shellcheck source=bench/callgrind.sh
 . "$(dirname "$0")/callgrind.sh"
-toggles=() where=
-while [ "${1:-}" = --toggle ]; do
-  toggles+=("--toggle-collect=$2") where+=" $2"
+toggles=() where= functions=0
+while [ "${1:-}" = --toggle ] || [ "${1:-}" = --functions ]; do
+  if [ "$1" = --toggle ]; then toggles+=("--toggle-collect=$2") where+=" $2"; else functions=$2; fi
   shift 2
 done
-[ $# -ge 1 ] || { echo "usage: bench/instructions.sh [--toggle FUNCTION]... TOOL ARGS..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: bench/instructions.sh [--toggle FUNCTION]... [--functions N] TOOL ARGS..." >&2; exit 2; }
 tool=$1
 shift
 args=("$@")
@@ -48,3 +49,11 @@ printf '  %-13s %6d  %s\n' verbs "$verbs" "libibverbs, the provider (librxe), it
   "total - verbs" $((total - verbs)) "= uam + core + other:" \
   "  uam" "$uam" "namespace unet::uam" "  core" "$core" "namespace unet::core" \
   "  other" "$other" "the rest: the tool's own, std, libc"
+if [ "$functions" -gt 0 ]; then
+  echo "  the $functions costliest functions, self instructions per iteration:"
+  cg_functions "$cg_dir/$lo" >"$cg_dir/lo.fn"
+  cg_functions "$cg_dir/$hi" >"$cg_dir/hi.fn"
+  awk -F'\t' -v d=$((hi - lo)) 'NR == FNR { a[$2] = $1; next }
+    { x = ($1 - a[$2]) / d; if (x >= 0.5) printf "  %8.1f  %s\n", x, $2 }' "$cg_dir/lo.fn" "$cg_dir/hi.fn" |
+    sort -rn | awk -v n="$functions" 'NR <= n'
+fi
