@@ -30,27 +30,25 @@ cg_server_wait() {
   cg_server_pid=
 }
 
+# cg_functions FILE: FILE's self cost per function, one "COST<tab>FILE:FUNCTION [BINARY]" line each.
+cg_functions() {
+  callgrind_annotate --auto=no --threshold=100 "$1" | awk '
+    $1 ~ /^[0-9,]+$/ && $2 ~ /^\(/ && !/PROGRAM TOTALS/ {
+      c = $1; gsub(",", "", c); s = $0; sub(/^[^)]*\) */, "", s); print c "\t" s }'
+}
+
 # cg_classes FILE [REGEX]: FILE's self costs summed into "total verbs uam core other". verbs:
 # libibverbs, the provider (librxe), its spinlock and doorbell write(), and functions matching
 # REGEX; uam, core: functions in namespace unet::uam, unet::core; other: the rest.
 cg_classes() {
   local verbs="libibverbs|librxe|pthread_spin|write[.]c${2:+|$2}"
-  callgrind_annotate --auto=no --threshold=100 "$1" | awk -v verbs="$verbs" '
-    $1 ~ /^[0-9,]+$/ && $2 ~ /^\(/ && !/PROGRAM TOTALS/ {
-      gsub(",", "", $1); t += $1
-      if ($0 ~ verbs) v += $1
-      else if ($0 ~ /:unet::uam::/) u += $1
-      else if ($0 ~ /:unet::core::/) c += $1
+  cg_functions "$1" | awk -F'\t' -v verbs="$verbs" '
+    { t += $1
+      if ($2 ~ verbs) v += $1
+      else if ($2 ~ /:unet::uam::/) u += $1
+      else if ($2 ~ /:unet::core::/) c += $1
       else o += $1 }
     END { printf "%.0f %.0f %.0f %.0f %.0f\n", t, v, u, c, o }'
-}
-
-# cg_functions FILE: FILE's self cost per function, "COST<tab>FILE:FUNCTION" (arguments and binary dropped).
-cg_functions() {
-  callgrind_annotate --auto=no --threshold=100 "$1" | awk '
-    $1 ~ /^[0-9,]+$/ && /%\)/ && !/PROGRAM TOTALS/ {
-      c = $1; gsub(",", "", c); s = $0; sub(/^[^)]*\) */, "", s); sub(/ \[[^]]*\]$/, "", s)
-      print c "\t" s }'
 }
 
 # cg_per "A..." "B..." LOW HIGH: each (B - A) / (HIGH - LOW), truncated: the per-iteration

@@ -54,6 +54,7 @@ if [ "$functions" -gt 0 ]; then
   cg_functions "$cg_dir/$lo" >"$cg_dir/lo.fn"
   cg_functions "$cg_dir/$hi" >"$cg_dir/hi.fn"
   awk -F'\t' -v d=$((hi - lo)) 'NR == FNR { a[$2] = $1; next }
-    { x = ($1 - a[$2]) / d; if (x >= 0.5) printf "  %8.1f  %s\n", x, $2 }' "$cg_dir/lo.fn" "$cg_dir/hi.fn" |
+    { x = ($1 - a[$2]) / d; f = $2; sub(/ \[[^]]*\]$/, "", f); if (x >= 0.5) printf "  %8.1f  %s\n", x, f }' \
+    "$cg_dir/lo.fn" "$cg_dir/hi.fn" |
     sort -rn | awk -v n="$functions" 'NR <= n'
 fi
