@@ -12,6 +12,8 @@
 #include <cstring>
 #include <span>
 
+#include "unet/core/always_inline.h"
+
 namespace unet::core {
 
 // A channel of an endpoint (the tag, from the application's side) and a buffer of its segment.
@@ -52,7 +54,7 @@ static_assert(sizeof(Descriptor) == 128, "a descriptor is two cache lines");
 // writing only [0, n) of each side. Inlined where it is used: on the data path of every small send
 // and arrival a call to memcpy for a few bytes costs more than the copy (a call and an indirect
 // return, which an emulated CPU pays dearly for).
-inline void copy_small(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
+UNET_ALWAYS_INLINE void copy_small(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
   if (n >= 32) {
     if (n >= 64) {
       std::memcpy(dst, src, 64);

@@ -13,6 +13,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "unet/core/always_inline.h"
+
 namespace unet::core {
 
 template <class T>
@@ -31,7 +33,7 @@ class DescriptorRing {
   // Slots in the ring (a power of two).
   std::uint32_t capacity() const noexcept { return capacity_; }
   // Entries present. Exact for the producer's or consumer's own thread; a snapshot otherwise.
-  std::uint32_t size() const noexcept {
+  [[gnu::always_inline]] std::uint32_t size() const noexcept {
     return tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
   }
   // size() == 0 and size() == capacity(), with size()'s caveat.
@@ -49,32 +51,32 @@ class DescriptorRing {
 
   // Producer: the slot the next push() would fill, to compose in place; commit() publishes it.
   // nullptr when full.
-  T* reserve() noexcept {
+  [[gnu::always_inline]] T* reserve() noexcept {
     std::uint32_t t = tail_.load(std::memory_order_relaxed);
     if (t - head_.load(std::memory_order_acquire) == capacity_) return nullptr;
     return &slots_[t & mask_];
   }
   // Producer: publishes the slot returned by the last reserve().
-  void commit() noexcept {
+  [[gnu::always_inline]] void commit() noexcept {
     tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 
   // Consumer: the oldest entry, or nullptr when empty. Valid until pop().
-  T* front() noexcept {
+  [[gnu::always_inline]] T* front() noexcept {
     std::uint32_t h = head_.load(std::memory_order_relaxed);
     if (tail_.load(std::memory_order_acquire) == h) return nullptr;
     return &slots_[h & mask_];
   }
   // Consumer: the entry `i` places behind the oldest (i < size()).
-  T& at(std::uint32_t i) noexcept {
+  [[gnu::always_inline]] T& at(std::uint32_t i) noexcept {
     return slots_[(head_.load(std::memory_order_relaxed) + i) & mask_];
   }
   // Consumer: drops the oldest `n` entries (n <= size()).
-  void pop(std::uint32_t n = 1) noexcept {
+  [[gnu::always_inline]] void pop(std::uint32_t n = 1) noexcept {
     head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
   // Consumer: moves the oldest entry to `out`; false when empty.
-  [[nodiscard]] bool pop_into(T& out) noexcept {
+  [[nodiscard, gnu::always_inline]] bool pop_into(T& out) noexcept {
     T* f = front();
     if (!f) return false;
     out = *f;

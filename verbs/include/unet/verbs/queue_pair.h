@@ -135,7 +135,8 @@ class QueuePair {
     if (state_ < QpState::kRts) [[unlikely]]
       return Status::kInvalidState;
     ibv_send_wr* bad = nullptr;
-    return errno_to_status(ibv_post_send(qp_, &wr, &bad));
+    const int rc = ibv_post_send(qp_, &wr, &bad);
+    return rc == 0 ? Status::kOk : errno_to_status(rc);
   }
 
   // Posts a receive WR or a list (not on a QP that uses an SRQ: post to the SRQ instead).
