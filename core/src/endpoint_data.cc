@@ -49,9 +49,10 @@ Status Endpoint::probe(ChannelId ch) noexcept {
 
 UNET_ALWAYS_INLINE Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
-  if (Status s = channel_status(ch); s != Status::kOk) return s;
-  if (payload.empty() || payload.size() > inline_threshold_ ||
-      payload.size() > channels_[ch]->max_message)
+  if (ch >= channels_.size()) return Status::kNotFound;  // channel_status(), with the channel kept
+  const Channel& c = *channels_[ch];
+  if (c.state != Channel::State::kOpen) return Status::kClosed;
+  if (payload.empty() || payload.size() > inline_threshold_ || payload.size() > c.max_message)
     return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
@@ -618,16 +619,15 @@ UNET_ALWAYS_INLINE void Endpoint::build_ring_wr(const Descriptor& d, RingChannel
   ibv_sge* sge = v.ssge[n];
   const std::uint32_t seq = r.tx.take();
   const bool imm = d.flags & Descriptor::kImm;
-  const std::uint64_t head =
-      ring::head_word({static_cast<std::uint16_t>(seq), static_cast<std::uint16_t>(d.length), imm,
-                       r.fallbacks_sent, static_cast<std::uint16_t>(r.rx.freed())});
+  const std::uint64_t head = ring::head_word(seq, d.length, imm, r.fallbacks_sent, r.rx.freed());
   r.rx.reported();
   const std::uint32_t off = ring::payload_offset(imm), body = ring::pad8(d.length);
   w.next = nullptr;
   w.opcode = IBV_WR_RDMA_WRITE;
   w.wr.rdma.remote_addr = r.peer_ring + std::uint64_t{seq & (r.tx.slots() - 1)} * r.peer_slot_bytes;
   w.wr.rdma.rkey = r.peer_rkey;
-  if (d.length <= r.inline_payload && d.length <= kRingImage) {  // a descriptor's payload always
+  // A descriptor's payload fits an image, and inline (ring_route took it only then).
+  if (d.is_inline() || (d.length <= r.inline_payload && d.length <= kRingImage)) {
     std::byte* img = v.ring_image[n];
     const std::uint64_t imm_word = d.imm;
     std::memcpy(img, &head, 8);
@@ -734,7 +734,9 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
     }
     ++stats_.ring_received;
     ++taken;
-    slot = r.slot(++seq);
+    ++seq;
+    slot += r.slot_bytes;  // the next slot: the control block follows the last one
+    if (slot == reinterpret_cast<std::byte*>(r.control)) slot = r.ring;
     if (upcall_) {
       ++stats_.upcalls;
       in_upcall_ = true;

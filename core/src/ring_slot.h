@@ -48,10 +48,16 @@ struct Head {
   std::uint16_t credit = 0;     // running total of slots freed in the writer's ring, mod 2^16
 };
 
+// The same from the writer's running counts: `seq` and `credit` are taken mod 2^16 here, and
+// `length` is at most kMaxLength.
+[[gnu::always_inline]] constexpr std::uint64_t head_word(std::uint32_t seq, std::uint32_t length,
+                                                        bool imm, std::uint16_t fallbacks,
+                                                        std::uint32_t credit) noexcept {
+  return (seq & 0xffffu) | std::uint64_t{length | (imm ? 0x8000u : 0u)} << 16 |
+         std::uint64_t{fallbacks} << 32 | std::uint64_t{credit} << 48;
+}
 constexpr std::uint64_t head_word(const Head& h) noexcept {
-  return std::uint64_t{h.seq} |
-         std::uint64_t{static_cast<std::uint16_t>(h.length | (h.imm ? 0x8000u : 0u))} << 16 |
-         std::uint64_t{h.fallbacks} << 32 | std::uint64_t{h.credit} << 48;
+  return head_word(h.seq, h.length, h.imm, h.fallbacks, h.credit);
 }
 
 constexpr std::uint16_t seq_of(std::uint64_t w) noexcept { return static_cast<std::uint16_t>(w); }
@@ -91,17 +97,18 @@ inline std::uint64_t load_word(const std::byte* p,
   return std::atomic_ref<const std::uint64_t>(*reinterpret_cast<const std::uint64_t*>(p)).load(o);
 }
 
-// Zeroes the first `bytes` (a multiple of 8) of a slot for its next lap: word stores the compiler
-// keeps as they are (no call to memset for a few words).
+// Zeroes the first `bytes` of a slot for its next lap: those of one message, wire_bytes() of it
+// (a multiple of 8, at least 24: head, a payload word, tail). Word stores the compiler keeps as
+// they are (no call to memset for a few words); the first three in a line, as a message of up to
+// 8 bytes needs no more.
 inline void zero_words(std::byte* slot, std::uint32_t bytes) noexcept {
   auto* w = reinterpret_cast<std::uint64_t*>(slot);
   const std::uint32_t n = bytes / 8;
-  std::uint32_t k = 0;
-  for (; k + 2 <= n; k += 2) {
+  std::atomic_ref<std::uint64_t>(w[0]).store(0, std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(w[1]).store(0, std::memory_order_relaxed);
+  std::atomic_ref<std::uint64_t>(w[2]).store(0, std::memory_order_relaxed);
+  for (std::uint32_t k = 3; k < n; ++k)
     std::atomic_ref<std::uint64_t>(w[k]).store(0, std::memory_order_relaxed);
-    std::atomic_ref<std::uint64_t>(w[k + 1]).store(0, std::memory_order_relaxed);
-  }
-  if (k < n) std::atomic_ref<std::uint64_t>(w[k]).store(0, std::memory_order_relaxed);
 }
 
 // Reads the slot (8-byte aligned, slot_bytes long) where the reader expects `seq`: the head, the
