@@ -31,17 +31,25 @@ std::span<const std::byte> bytes_of(core::Endpoint& ep, const Descriptor& d) {
                        : std::span<const std::byte>(ep.buffer(d.buffer).first(d.length));
 }
 
+[[noreturn, gnu::cold, gnu::noinline]] void release_refused() {
+  throw PerfError("release of an arrival's buffer refused");
+}
 void done_with(core::Endpoint& ep, const Descriptor& d) {
-  if (!d.is_inline() && ep.release(d.buffer) != Status::kOk)
-    throw PerfError("release of an arrival's buffer refused");
+  if (!d.is_inline() && ep.release(d.buffer) != Status::kOk) [[unlikely]]
+    release_refused();
 }
 
-void expect_arrival(const Round& r, const Descriptor& d, std::uint32_t len) {
+[[noreturn, gnu::cold, gnu::noinline]] void unexpected_arrival(const Round& r, const Descriptor& d,
+                                                               std::uint32_t len) {
   if (d.channel != r.ch)
     throw PerfError("an arrival on channel " + std::to_string(d.channel) + ", not ours");
-  if (d.length != len)
-    throw PerfError("an arrival of " + std::to_string(d.length) + " bytes, expected " +
-                    std::to_string(len));
+  throw PerfError("an arrival of " + std::to_string(d.length) + " bytes, expected " +
+                  std::to_string(len));
+}
+// Inline: on a ping-pong it runs between an arrival and the answer.
+void expect_arrival(const Round& r, const Descriptor& d, std::uint32_t len) {
+  if (d.channel != r.ch || d.length != len) [[unlikely]]
+    unexpected_arrival(r, d, len);
 }
 
 // Composes and queues one message without waiting: inside the descriptor when it fits, else in a
