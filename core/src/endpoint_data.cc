@@ -18,11 +18,26 @@ std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
   return {segment_.get() + std::size_t{b} * config_.buffer_bytes, config_.buffer_bytes};
 }
 
+UNET_ALWAYS_INLINE const Endpoint::Channel* Endpoint::open_channel(ChannelId ch,
+                                                                   Status& why) const noexcept {
+  if (ch >= channels_.size()) {
+    why = Status::kNotFound;
+    return nullptr;
+  }
+  const Channel* c = channels_[ch].get();
+  if (c->state != Channel::State::kOpen) {
+    why = Status::kClosed;
+    return nullptr;
+  }
+  return c;
+}
+
 UNET_ALWAYS_INLINE Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
-  if (Status s = channel_status(ch); s != Status::kOk) return s;
-  if (!buffers_.valid(b) || length == 0 || length > channels_[ch]->max_message)
-    return Status::kInvalidArgument;
+  Status why = Status::kOk;
+  const Channel* c = open_channel(ch, why);
+  if (!c) return why;
+  if (!buffers_.valid(b) || length == 0 || length > c->max_message) return Status::kInvalidArgument;
   if (buffers_.owner(b) != BufferOwner::kApplication) return Status::kInvalidState;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
@@ -49,10 +64,10 @@ Status Endpoint::probe(ChannelId ch) noexcept {
 
 UNET_ALWAYS_INLINE Status Endpoint::push_inline(ChannelId ch, std::span<const std::byte> payload,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
-  if (ch >= channels_.size()) return Status::kNotFound;  // channel_status(), with the channel kept
-  const Channel& c = *channels_[ch];
-  if (c.state != Channel::State::kOpen) return Status::kClosed;
-  if (payload.empty() || payload.size() > inline_threshold_ || payload.size() > c.max_message)
+  Status why = Status::kOk;
+  const Channel* c = open_channel(ch, why);
+  if (!c) return why;
+  if (payload.empty() || payload.size() > inline_threshold_ || payload.size() > c->max_message)
     return Status::kInvalidArgument;
   Descriptor* d = send_queue_.reserve();
   if (!d) return Status::kNoResource;
@@ -132,8 +147,9 @@ std::uint32_t Endpoint::max_message(ChannelId id) const noexcept {
 }
 
 Status Endpoint::channel_status(ChannelId id) const noexcept {
-  if (id >= channels_.size()) return Status::kNotFound;
-  return channels_[id]->state == Channel::State::kOpen ? Status::kOk : Status::kClosed;
+  Status why = Status::kOk;
+  (void)open_channel(id, why);
+  return why;
 }
 
 // Builds the WR for send-queue descriptor `d` into slot n of the post list. The slots' sg_list

@@ -409,6 +409,8 @@ class Endpoint {
   struct Verbs;
 
   std::uint32_t add_lane(verbs::QueuePair& qp, ChannelId ch);
+  // Channel `ch` when it is open; else nullptr, and `why` is channel_status()'s answer.
+  inline const Channel* open_channel(ChannelId ch, Status& why) const noexcept;
   using CmConnect = std::function<std::unique_ptr<verbs::CmConnection>(const verbs::CmParams&)>;
   ChannelId open_cm(std::chrono::milliseconds timeout, const ChannelOptions& options,
                     const CmConnect& connect);
