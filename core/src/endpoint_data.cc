@@ -751,8 +751,7 @@ UNET_ALWAYS_INLINE int Endpoint::take_ring(RingChannel& r, std::uint32_t most) n
     ++stats_.ring_received;
     ++taken;
     ++seq;
-    slot += r.slot_bytes;  // the next slot: the control block follows the last one
-    if (slot == reinterpret_cast<std::byte*>(r.control)) slot = r.ring;
+    slot = r.next_slot(slot);
     if (upcall_) {
       ++stats_.upcalls;
       in_upcall_ = true;

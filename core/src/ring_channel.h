@@ -114,6 +114,11 @@ struct RingChannel {
   std::byte* slot(std::uint32_t seq) noexcept {
     return ring + std::size_t{seq & (slots - 1)} * slot_bytes;
   }
+  // slot(seq + 1) from s == slot(seq), by adding: the control block follows the last slot.
+  std::byte* next_slot(std::byte* s) noexcept {
+    s += slot_bytes;
+    return s == reinterpret_cast<std::byte*>(control) ? ring : s;
+  }
   const std::uint64_t& head(std::uint32_t seq) noexcept {
     return *reinterpret_cast<const std::uint64_t*>(slot(seq));
   }
