@@ -141,9 +141,9 @@ int Endpoint::flush_pending() noexcept { return post_pending_sends(); }
 bool Endpoint::ud_failed() const noexcept { return ud_ && lanes_[0]->failed; }
 
 std::uint32_t Endpoint::max_message(ChannelId id) const noexcept {
-  return id < channels_.size() && channels_[id]->state == Channel::State::kOpen
-             ? channels_[id]->max_message
-             : 0;
+  Status why = Status::kOk;
+  const Channel* c = open_channel(id, why);
+  return c ? c->max_message : 0;
 }
 
 Status Endpoint::channel_status(ChannelId id) const noexcept {
