@@ -91,6 +91,9 @@ class Progress : public Waits {
         if (done()) return;
         if (Status s = driver_.sleep(kSlice); s != Status::kOk && s != Status::kTimeout)
           failed(what, s);
+        // A sleep may make progress (uam's wait() polls and runs handlers): what it did is looked
+        // at before the checks below, which would take a peer that finished meanwhile for gone.
+        if (done()) return;
       }
       if (cfg_.events || idle % 4096 == 4095) {
         driver_.check(what);

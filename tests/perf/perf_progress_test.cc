@@ -1,7 +1,8 @@
 // Unit: Progress (bench/perf/progress.h), the one wait of every unet_perf test family, driven by a
 // scripted Driver: "no resource" is retried after progress, any other failure ends the wait at
 // once naming the operation (which is not called again), and a wait that never ends times out
-// naming what it awaited and the driver's note.
+// naming what it awaited and the driver's note; progress a sleep made ends the wait before the
+// periodic checks.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -108,6 +109,29 @@ TEST_F(PerfProgress, ADeviceErrorOrAFailedSleepEndsTheWait) {
                      core::CycleClock::process());
   EXPECT_EQ(error_of([&] { sleepless.until([] { return false; }, "reply"); }),
             "reply failed: " + std::string(to_string(Status::kDeviceError)));
+}
+
+// A sleep that makes progress, as uam's wait() does (it polls, and a handler runs in there), and
+// a check that fails once that progress is made, as the session check does when the client,
+// answered in that sleep, has finished and said so.
+struct ProgressInSleepDriver {
+  bool* progressed;
+  int poll() noexcept { return 0; }
+  Status arm() noexcept { return Status::kOk; }
+  Status sleep(std::chrono::milliseconds) noexcept { return *progressed = true, Status::kOk; }
+  void check(const char* what) const {
+    if (*progressed)
+      throw PerfError(std::string("checked after the progress ") + what + " awaited");
+  }
+  std::string late() const { return ""; }
+};
+
+TEST_F(PerfProgress, WhatASleepDidEndsTheWaitBeforeTheChecks) {
+  cfg.events = true;
+  bool progressed = false;
+  Progress p(ProgressInSleepDriver{&progressed}, cfg, core::CycleClock::process());
+  EXPECT_EQ(error_of([&] { p.until([&] { return progressed; }, "the last request"); }), "");
+  EXPECT_TRUE(progressed);
 }
 
 TEST_F(PerfProgress, PushBatchStopsAtNoResourceAndThrowsOnAHardError) {
