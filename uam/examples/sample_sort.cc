@@ -9,9 +9,9 @@
 // splitmix64(seed + i), so the input does not depend on N) and then, phase by phase, each phase
 // ending at a barrier so that rank 0's clock times the slowest rank:
 //   generate   make the keys; count, sum and xor them; pick S of them at random as samples;
-//              rank 0 grants the array that will gather them
-//   sample     rank 0 sends every other rank a window of one array it granted in generate (a
-//              request); each rank store()s its samples there (one RDMA WRITE, then a handler
+//              rank 0 grants the array that will gather them and sends every other rank its
+//              window of it (a request)
+//   sample     each rank store()s its samples into its window (one RDMA WRITE, then a handler
 //              at rank 0 counts them in); rank 0 sorts them and sends the N-1 splitters back to
 //              every rank (requests)
 //   partition  each key goes to the bucket of the rank that will own its range
@@ -242,12 +242,13 @@ class SampleSort {
     for (std::uint64_t i = 0; i < samples_.size(); ++i)
       samples_[i] = keys_[splitmix64(p_.seed ^ (std::uint64_t(me_) << 40) ^ i) % count];
     sample_windows();
+    send_sample_windows();
   }
 
   // Rank 0 grants one array for every rank's samples, and every other rank registers its samples,
   // as a program registers memory it will gather into and store from again and again (the latency
-  // steps do). One grant, as a job may hold few: each rank is sent a window of it (sample()), and
-  // its store() keeps to it, the device to the array.
+  // steps do). One grant, as a job may hold few: each rank is sent a window of it, set-up as the
+  // grant is (send_sample_windows()), and its store() keeps to it, the device to the array.
   void sample_windows() {
     if (me_ != 0) {  // and the others register what they will store from
       if (samples_.size() > 0) {
@@ -267,6 +268,20 @@ class SampleSort {
       throw std::runtime_error("grant for the samples: " + std::string(to_string(s)));
   }
 
+  // Rank 0 sends every other rank its window of the samples' array, once every rank's handlers
+  // are registered (the barrier).
+  void send_sample_windows() {
+    g_.barrier();
+    if (me_ != 0 || n_ == 1) return;
+    const std::uint64_t part = p_.samples * sizeof(std::uint64_t);
+    for (int r = 1; r < n_; ++r) {
+      core::RemoteToken w = sample_grant_;
+      w.addr += part * r;
+      w.length = part;
+      g_.request(r, kSampleWindow, Group::words(w));
+    }
+  }
+
   // S random keys of each rank go to rank 0, stored into that rank's window of one array (rank 0
   // copies its own there, as MPI_Gather does the root's); rank 0 sorts them in place and sends
   // every other rank the N-1 splitters (requests).
@@ -279,13 +294,6 @@ class SampleSort {
       send_samples();
       splitters_ = from_bytes<std::uint64_t>(g_.recv(0, kTagSplitters));
     } else {
-      const std::uint64_t part = p_.samples * sizeof(std::uint64_t);
-      for (int r = 1; r < n_; ++r) {
-        core::RemoteToken w = sample_grant_;
-        w.addr += part * r;
-        w.length = part;
-        g_.request(r, kSampleWindow, Group::words(w));
-      }
       std::copy(samples_.begin(), samples_.end(), gathered_.data());
       await_samples();
       std::size_t count = samples_.size();  // ours lead the array
