@@ -92,6 +92,7 @@ int rank_main(boot::Job& job, const Program& prog, const Flags& f) {
                 std::string(boot::launcher_name(job.launcher())).c_str(), where.c_str());
   Endpoint ep(plan.net, plan.am);
   Group group(ep, job.rank(), boot::connect_all(job, ep), f.timeout);
+  group.set_placement(where);
   if (f.kill_rank == job.rank()) group.kill_at_barrier(2);
   const int code = prog.work(group);
   group.quiesce();

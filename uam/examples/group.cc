@@ -42,9 +42,14 @@ Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels,
     rank_by_channel_[ch] = static_cast<int>(r);
   }
   ep_.on_completion([this](ChannelId ch, std::uint64_t, Status s) {
-    if (s != Status::kOk && failure_.empty())
+    if (s != Status::kOk && failure_.empty()) {
       failure_ =
           "an operation with rank " + std::to_string(rank_of(ch)) + " failed: " + status_text(s);
+      if (s == Status::kRetryExceeded && !placement_.empty())
+        failure_ += ": rank " + std::to_string(rank_of(ch)) +
+                    " is gone or its device does not reach ours (ranks " + placement_ +
+                    "; UNET_DEVICE names the devices to use)";
+    }
   });
   auto check = [](Status s) {
     if (s != Status::kOk)

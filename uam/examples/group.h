@@ -44,6 +44,8 @@ class Group {
   ChannelId channel(int peer) const { return channels_.at(static_cast<std::size_t>(peer)); }
   // The rank at the other end of `ch` (a handler's Message::channel).
   int rank_of(ChannelId ch) const;
+  // Where the ranks run (boot::placement()): named when a peer proves unreachable.
+  void set_placement(std::string where) { placement_ = std::move(where); }
 
   // Registers a program's handler (ids below kFirstGroupHandler); throws if the id is taken. Its
   // captures must outlive every message that can still reach it (uam cannot unregister one).
@@ -137,6 +139,7 @@ class Group {
   bool idle_ = false;             // the last poll found nothing to do
   std::uint64_t idle_since_ = 0;  // when the first of the polls in a row that found nothing ran
   std::string failure_;           // the first failed operation, if any
+  std::string placement_;         // set_placement()
   std::array<std::uint64_t, 32> arrivals_{};  // barrier messages per round (up to 2^32 ranks)
   std::uint64_t epoch_ = 0;                   // barriers entered
   std::uint64_t kill_epoch_ = 0;              // kill_at_barrier()
