@@ -43,12 +43,11 @@ Group::Group(Endpoint& ep, int rank, std::vector<ChannelId> channels,
   }
   ep_.on_completion([this](ChannelId ch, std::uint64_t, Status s) {
     if (s != Status::kOk && failure_.empty()) {
-      failure_ =
-          "an operation with rank " + std::to_string(rank_of(ch)) + " failed: " + status_text(s);
+      const std::string peer = std::to_string(rank_of(ch));
+      failure_ = "an operation with rank " + peer + " failed: " + status_text(s);
       if (s == Status::kRetryExceeded && !placement_.empty())
-        failure_ += ": rank " + std::to_string(rank_of(ch)) +
-                    " is gone or its device does not reach ours (ranks " + placement_ +
-                    "; UNET_DEVICE names the devices to use)";
+        failure_ += ": rank " + peer + " is gone or its device does not reach ours (ranks " +
+                    placement_ + "; UNET_DEVICE names the devices to use)";
     }
   });
   auto check = [](Status s) {
