@@ -4,7 +4,8 @@
 Runs every unet_perf test and its peer — perftest's ib_send_lat, ib_write_lat, ib_read_lat,
 ib_send_bw, ib_write_bw for the endpoint tests (RC channels are ring channels, unet_perf's default:
 ep_lat also beside ib_write_lat, the raw WRITE ping-pong that bounds them, and ep_lat, ep_bw,
-am_lat RC and stream_lat RC again with --noring, SEND/RECV only), ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
+am_lat RC and stream_lat RC again with --noring, SEND/RECV only; ep_lat over UD beside ib_send_lat -c UD
+up to 64 B), ucx_perftest over rc_verbs (-t am_lat, -t am_bw)
 for the active-message tests on unet RC and UD, and over ud_verbs beside unet UD (and uam over UD
 beside ib_send_lat/ib_send_bw -c UD, what the device's UD path costs by itself); for the
 user-level protocols (ulp, on UD) raw UD (ib_send_lat -c UD beside stream_lat 64 B), rsockets'
@@ -32,6 +33,12 @@ bcopy; above its 8 KiB bounce buffers UCX_RC_VERBS_SEG_SIZE is raised to fit). B
 credit window (--am-window: unet's --window, ucx_perftest's -W) and warm-up. The am sizes are
 clipped to what uam carries: 65535 bytes on RC, the path MTU less 24 bytes on UD (unet_perf
 --limits); ucx_perftest runs the same clipped size.
+
+Bounds: where a raw operation carries a unet case, the table below the pairs gives that operation's
+peer over the case's own peer, per round (BOUNDS): ib_write_lat / ib_send_lat (a ring message is
+one WRITE of more bytes than its payload) and raw UD SENDs of one path MTU with a post list of 16 /
+rstream (the UD stream is such SENDs). A unet / peer target below that ratio (latency) or above it
+(rates) is beyond what the device does.
 
 Writes OUT/results.json (every sample, the configuration) and OUT/results.md (the table); then
 plots.py draws from them OUT/endpoint.png, direct.png, am.png, stream.png, datagram.png (a figure
@@ -257,7 +264,8 @@ class Runner:
         """A perftest pair; `tool` may carry flags of its own ("ib_send_bw -c UD"), its own -s too."""
         port = str(self.next_port())
         own_size = [] if "-s" in tool.split() else ["-s", str(size)]
-        cmd = [*tool.split(), "-d", self.a.device, "-x", str(self.a.gid), *own_size, "-n", str(iters), "-p", port, "-F"]
+        own_iters = [] if "-n" in tool.split() else ["-n", str(iters)]
+        cmd = [*tool.split(), "-d", self.a.device, "-x", str(self.a.gid), *own_size, *own_iters, "-p", port, "-F"]
         return run_pair(cmd, cmd + ["127.0.0.1"], self.a.timeout, port=int(port))
 
     def unet(self, test, size, iters, extra=()):
@@ -364,6 +372,21 @@ def rstream_count(text):
     return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2)]
 
 
+# ep_lat over UD runs beside raw UD up to the sizes uam's and the stream's UD rows use.
+UD_EP_LAT_MAX = ULP_LAT_SIZE
+# Raw UD at the path MTU as fast as perftest sends it: a post list of 16 WRs per doorbell (as
+# EP_BW_BATCH) and a run long enough to leave its start behind (about 1 s on rxe at 1 KiB).
+RAW_UD_BW_FLAGS = "-l 16 -n 20000"
+# Bounds: (name, row A, row B, what a unet / B target is measured against). Per round, A's peer
+# figure over B's, both from the same round; the median says where the raw operation that carries
+# unet's case stands against B's peer, so a target beyond it cannot be met on this device.
+BOUNDS = [
+    ("ib_write_lat / ib_send_lat, {s} B", "ep_lat {s} B vs WRITE", "ep_lat {s} B",
+     "ring ep_lat / ib_send_lat: a ring message is one WRITE of more bytes"),
+    ("raw UD at the path MTU / rstream, 64 KiB", f"stream_bw {ULP_BW_SIZE} B vs raw UD {{mtu}} B",
+     f"stream_bw {ULP_BW_SIZE} B", "UD stream_bw / rstream: the UD stream is UD SENDs of at most one path MTU"),
+]
+
 # ep_bw pushes this many descriptors per poll(): one doorbell for all (perftest posts one WR per
 # doorbell unless given -l), the paper's small-message argument.
 EP_BW_BATCH = 16
@@ -391,6 +414,11 @@ def cases(a, limits):
         out.append((f"ep_lat {s} B", LAT, s, "ep_lat", (), "ib_send_lat", "t_typical us", "RC"))
         out.append((f"ep_lat {s} B vs WRITE", LAT, s, "ep_lat", (), "ib_write_lat", "t_typical us", "RC"))
         out.append((f"ep_lat {s} B --noring", LAT, s, "ep_lat", ("--noring",), "ib_send_lat", "t_typical us", "RC"))
+    # The endpoint over UD beside raw UD at the small sizes: what core's UD path adds by itself, the
+    # floor under uam's and the stream's UD rows against raw UD.
+    for s in (x for x in a.lat_sizes if x <= UD_EP_LAT_MAX):
+        out.append((f"ep_lat {s} B UD vs raw UD", LAT, s, "ep_lat", ("-c", "UD"), "ib_send_lat -c UD",
+                    "t_typical us", "UD"))
     for s in a.lat_sizes:
         out.append((f"da_write_lat {s} B", LAT, s, "da_write_lat", (), "ib_write_lat", "t_typical us", "RC"))
         out.append((f"da_read_lat {s} B", LAT, s, "da_read_lat", (), "ib_read_lat", "t_typical us", "RC"))
@@ -470,7 +498,7 @@ def cases(a, limits):
             if transport == "UD" and "UD_MTU" in limits:  # the bound: raw UD SENDs of one path MTU
                 mtu = limits["UD_MTU"]
                 out.append((f"stream_bw {ULP_BW_SIZE} B vs raw UD {mtu} B", BW, ULP_BW_SIZE, "stream_bw", c,
-                            f"ib_send_bw -c UD -s {mtu}", "BW average MB/s", "UD"))
+                            f"ib_send_bw -c UD -s {mtu} {RAW_UD_BW_FLAGS}", "BW average MB/s", "UD"))
     if "dgram_lat" in a.tests:
         out.append((f"dgram_lat {ULP_LAT_SIZE} B", LAT, ULP_LAT_SIZE, "dgram_lat", (), "sockperf UDP", "t_typical us",
                     "UD"))
@@ -572,7 +600,7 @@ def main():
         if not a.no_context:
             run_context(a, r, context)
     summary = summarize(results)
-    write_outputs(a, results, summary, context)
+    write_outputs(a, results, summary, context, bounds(results, a.lat_sizes, limits))
     return 0
 
 
@@ -605,10 +633,26 @@ def summarize(results):
     return rows
 
 
-def write_outputs(a, results, summary, context):
+def bounds(results, lat_sizes, limits):
+    """BOUNDS whose two rows ran: the median and spread of the per-round ratios of their peers."""
+    out = []
+    for name, row_a, row_b, about in BOUNDS:
+        for s in lat_sizes if "{s}" in name else [None]:
+            names = [t.format(s=s, mtu=limits.get("UD_MTU")) for t in (name, row_a, row_b)]
+            if names[1] not in results or names[2] not in results:
+                continue
+            ratios = [x / y for x, y in zip(results[names[1]]["peer_values"], results[names[2]]["peer_values"])]
+            out.append({"bound": names[0], "a": results[names[1]]["peer"], "b": results[names[2]]["peer"],
+                        "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+                        "ratio_max": max(ratios), "about": about})
+    return out
+
+
+def write_outputs(a, results, summary, context, bound_rows=()):
     config = {k: v for k, v in vars(a).items() if k not in ("out",)}
     with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"config": config, "pairs": results, "summary": summary, "context": context}, f, indent=2)
+        json.dump({"config": config, "pairs": results, "summary": summary, "context": context,
+                   "bounds": list(bound_rows)}, f, indent=2)
     lines = [f"# unet vs peers — {a.device}, {a.rounds} rounds, medians", "",
              "| case | metric | unet | peer | peer value | unet / peer (median) | spread | best / best |",
              "|---|---|---:|---|---:|---:|---|---:|"]
@@ -616,6 +660,10 @@ def write_outputs(a, results, summary, context):
         lines.append(f"| {s['case']} | {s['metric']} | {s['unet_median']:g} | {s['peer']} | {s['peer_median']:g} "
                      f"| **{s['ratio_median']:.3f}** | {s['ratio_min']:.3f}..{s['ratio_max']:.3f} "
                      f"| {s['ratio_best']:.3f} |")
+    if bound_rows:
+        lines += ["", "| bound (peer / peer, same round) | median | spread | what it bounds |", "|---|---:|---|---|"]
+        lines += [f"| {b['bound']} | **{b['ratio_median']:.3f}** | {b['ratio_min']:.3f}..{b['ratio_max']:.3f} "
+                  f"| {b['about']} |" for b in bound_rows]
     if context:
         lines += ["", "| context peer | median |", "|---|---:|"]
         lines += [f"| {k} | {statistics.median(v):g} |" for k, v in context.items()]

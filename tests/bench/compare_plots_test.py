@@ -54,7 +54,8 @@ def synthetic_run(out):
     context = {f"{tool} {s} B": [12.0 + s / 100, 12.5 + s / 100]
                for tool in ("rstream", "sockperf TCP") for s in a.lat_sizes}
     with contextlib.redirect_stdout(io.StringIO()):
-        compare.write_outputs(a, results, compare.summarize(results), context)
+        compare.write_outputs(a, results, compare.summarize(results), context,
+                              compare.bounds(results, a.lat_sizes, LIMITS))
     return results
 
 
@@ -96,6 +97,20 @@ class ComparePlots(unittest.TestCase):
         # Every case of the table is a row of the HTML table.
         for name in self.results:
             self.assertIn(f"<td class=\"left\">{name}</td>", page.replace("&quot;", '"'))
+
+    def test_bounds_are_ratios_of_the_two_peers_of_each_round(self):
+        got = {b["bound"]: b for b in compare.bounds(self.results, LAT_SIZES, LIMITS)}
+        self.assertEqual(len(got), len(LAT_SIZES) + 1)
+        # Both peers of a latency bound made up alike: 11 + size / 1000 every round.
+        self.assertAlmostEqual(got["ib_write_lat / ib_send_lat, 8 B"]["ratio_median"], 1.0)
+        ud = got["raw UD at the path MTU / rstream, 64 KiB"]
+        self.assertEqual((ud["a"], ud["b"]), (f"ib_send_bw -c UD -s 1024 {compare.RAW_UD_BW_FLAGS}", "rstream bw"))
+        # A row that did not run bounds nothing.
+        del self.results["stream_bw 65536 B"]
+        self.assertNotIn("raw UD at the path MTU / rstream, 64 KiB",
+                         {b["bound"] for b in compare.bounds(self.results, LAT_SIZES, LIMITS)})
+        with open(os.path.join(self.out, "results.md")) as f:
+            self.assertIn("| ib_write_lat / ib_send_lat, 8 B | **1.000** |", f.read())
 
     def test_a_run_writes_the_figures_and_the_report(self):
         self.check_outputs(self.out)
