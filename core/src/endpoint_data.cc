@@ -222,17 +222,17 @@ static std::uint32_t inflight_what(const Descriptor& d, bool copied) noexcept {
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
 UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
-  // The common case first, on a path of its own: one small message waiting, for an open ring
-  // channel, posted inline whichever way it goes (inside its descriptor, or a buffer that fits
-  // the peer's slots and a SEND's inline limit).
+  // The common case first, on a path of its own: one small message waiting, for an open channel,
+  // posted inline whichever way it goes (inside its descriptor, or a buffer within a SEND's
+  // inline limit and, on a ring channel, the peer's slots).
   if (send_queue_.size() == 1) {
     Descriptor& d = send_queue_.at(0);
     if (!(d.flags & (Descriptor::kOp | Descriptor::kProbe)) && d.channel < channels_.size()) {
       Channel& c = *channels_[d.channel];
       Lane& lane = *lanes_[c.lane];
-      if (c.ring && c.state == Channel::State::kOpen && !lane.failed &&
-          lane.in_flight() < lane.depth &&
-          (d.is_inline() || (d.length <= c.ring->fit_inline && d.length <= inline_post_limit_)))
+      if (c.state == Channel::State::kOpen && !lane.failed && lane.in_flight() < lane.depth &&
+          (d.is_inline() ||
+           (d.length <= inline_post_limit_ && (!c.ring || d.length <= c.ring->fit_inline))))
         return post_lone(d, c, lane);
     }
   }
@@ -317,12 +317,12 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
   return done;
 }
 
-// Posts `d`, the one descriptor on the send queue, a small message for ring channel `c` whose
+// Posts `d`, the one descriptor on the send queue, a small message for open channel `c` whose
 // lane has room, posted inline by ring or SEND: what the loop of post_pending_sends does for one
 // such descriptor. A buffer it names is spare again once posted.
 UNET_ALWAYS_INLINE int Endpoint::post_lone(Descriptor& d, Channel& c, Lane& lane) noexcept {
   ibv_send_wr& w = v_->swr[0];
-  if (ring_route(d, *c.ring))
+  if (c.ring && ring_route(d, *c.ring))
     build_ring_wr(d, *c.ring, 0, lane.next_seq);
   else
     build_wr(d, c, 0);
