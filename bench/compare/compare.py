@@ -372,8 +372,9 @@ def rstream_count(text):
     return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2)]
 
 
-# ep_lat over UD runs beside raw UD up to the sizes uam's and the stream's UD rows use.
-UD_EP_LAT_MAX = ULP_LAT_SIZE
+# Small messages: ep_lat over UD runs beside raw UD, and ib_write_lat bounds the ring channel, up to
+# the size uam's and the stream's latency rows use (ring messages of unet_perf's default slots).
+SMALL_MAX = ULP_LAT_SIZE
 # Raw UD at the path MTU as fast as perftest sends it: a post list of 16 WRs per doorbell (as
 # EP_BW_BATCH) and a run long enough to leave its start behind (about 1 s on rxe at 1 KiB).
 RAW_UD_BW_FLAGS = "-l 16 -n 20000"
@@ -416,7 +417,7 @@ def cases(a, limits):
         out.append((f"ep_lat {s} B --noring", LAT, s, "ep_lat", ("--noring",), "ib_send_lat", "t_typical us", "RC"))
     # The endpoint over UD beside raw UD at the small sizes: what core's UD path adds by itself, the
     # floor under uam's and the stream's UD rows against raw UD.
-    for s in (x for x in a.lat_sizes if x <= UD_EP_LAT_MAX):
+    for s in (x for x in a.lat_sizes if x <= SMALL_MAX):
         out.append((f"ep_lat {s} B UD vs raw UD", LAT, s, "ep_lat", ("-c", "UD"), "ib_send_lat -c UD",
                     "t_typical us", "UD"))
     for s in a.lat_sizes:
@@ -637,7 +638,7 @@ def bounds(results, lat_sizes, limits):
     """BOUNDS whose two rows ran: the median and spread of the per-round ratios of their peers."""
     out = []
     for name, row_a, row_b, about in BOUNDS:
-        for s in lat_sizes if "{s}" in name else [None]:
+        for s in [x for x in lat_sizes if x <= SMALL_MAX] if "{s}" in name else [None]:
             names = [t.format(s=s, mtu=limits.get("UD_MTU")) for t in (name, row_a, row_b)]
             if names[1] not in results or names[2] not in results:
                 continue
