@@ -107,6 +107,15 @@ class ComparePlots(unittest.TestCase):
         self.assertAlmostEqual(got["ib_write_lat / ib_send_lat, 8 B"]["ratio_median"], 1.0)
         ud = got["raw UD at the path MTU / rstream, 64 KiB"]
         self.assertEqual((ud["a"], ud["b"]), (f"ib_send_bw -c UD -s 1024 {compare.RAW_UD_BW_FLAGS}", "rstream bw"))
+        # Peers that differ: A over B per round, then the median and spread of those.
+        self.results["ep_lat 8 B vs WRITE"]["peer_values"] = [9.9, 9.0]
+        self.results["ep_lat 8 B"]["peer_values"] = [11.0, 10.0]
+        self.results["stream_bw 65536 B vs raw UD 1024 B"]["peer_values"] = [20.0, 30.0]
+        self.results["stream_bw 65536 B"]["peer_values"] = [40.0, 30.0]
+        got = {b["bound"]: b for b in compare.bounds(self.results, LAT_SIZES, LIMITS)}
+        self.assertAlmostEqual(got["ib_write_lat / ib_send_lat, 8 B"]["ratio_median"], 0.9)
+        ud = got["raw UD at the path MTU / rstream, 64 KiB"]
+        self.assertEqual([round(ud[k], 6) for k in ("ratio_median", "ratio_min", "ratio_max")], [0.75, 0.5, 1.0])
         # A row that did not run bounds nothing.
         del self.results["stream_bw 65536 B"]
         self.assertNotIn("raw UD at the path MTU / rstream, 64 KiB",
