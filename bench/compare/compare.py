@@ -36,7 +36,8 @@ clipped to what uam carries: 65535 bytes on RC, the path MTU less 24 bytes on UD
 
 Bounds: where a raw operation carries a unet case, the table below the pairs gives that operation's
 peer over the case's own peer, per round (BOUNDS): ib_write_lat / ib_send_lat (a ring message is
-one WRITE of more bytes than its payload) and raw UD SENDs of one path MTU with a post list of 16 /
+one WRITE of more bytes than its payload), ib_send_lat and ib_write_lat / ucx_perftest am_lat (uam's
+request and reply are one SEND or one ring WRITE each) and raw UD SENDs of one path MTU with a post list of 16 /
 rstream (the UD stream is such SENDs). A unet / peer target below that ratio (latency) or above it
 (rates) is beyond what the device does.
 
@@ -384,6 +385,10 @@ RAW_UD_BW_FLAGS = "-l 16 -n 20000"
 BOUNDS = [
     ("ib_write_lat / ib_send_lat, {s} B", "ep_lat {s} B vs WRITE", "ep_lat {s} B",
      "ring ep_lat / ib_send_lat: a ring message is one WRITE of more bytes"),
+    ("ib_send_lat / ucx_perftest am_lat, {s} B", "am_lat RC {s} B vs raw SEND", "am_lat RC {s} B",
+     "am_lat RC --noring / UCX: one SEND each way, as UCX's rc_verbs"),
+    ("ib_write_lat / ucx_perftest am_lat, {s} B", "ep_lat {s} B vs WRITE", "am_lat RC {s} B",
+     "am_lat RC / UCX on a ring channel: one WRITE each way, of more bytes"),
     ("raw UD at the path MTU / rstream, 64 KiB", f"stream_bw {ULP_BW_SIZE} B vs raw UD {{mtu}} B",
      f"stream_bw {ULP_BW_SIZE} B", "UD stream_bw / rstream: the UD stream is UD SENDs of at most one path MTU"),
 ]

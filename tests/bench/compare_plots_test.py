@@ -101,7 +101,13 @@ class ComparePlots(unittest.TestCase):
     def test_bounds_are_ratios_of_the_two_peers_of_each_round(self):
         got = {b["bound"]: b for b in compare.bounds(self.results, LAT_SIZES, LIMITS)}
         # Latency bounds only for the small sizes, where a ring message is one WRITE.
-        self.assertEqual(len(got), len([s for s in LAT_SIZES if s <= compare.SMALL_MAX]) + 1)
+        # am_lat RC's: over WRITE at its small sizes (8 B and up), over SEND at 8 B only (the one
+        # size with a raw SEND row).
+        small = [s for s in LAT_SIZES if s <= compare.SMALL_MAX]
+        am_small = {max(s, 8) for s in small}
+        self.assertEqual(len(got), len(small) + len(am_small) + 1 + 1)
+        self.assertIn("ib_write_lat / ucx_perftest am_lat, 64 B", got)
+        self.assertNotIn("ib_send_lat / ucx_perftest am_lat, 64 B", got)
         self.assertNotIn("ib_write_lat / ib_send_lat, 1024 B", got)
         # Both peers of a latency bound made up alike: 11 + size / 1000 every round.
         self.assertAlmostEqual(got["ib_write_lat / ib_send_lat, 8 B"]["ratio_median"], 1.0)
@@ -110,10 +116,14 @@ class ComparePlots(unittest.TestCase):
         # Peers that differ: A over B per round, then the median and spread of those.
         self.results["ep_lat 8 B vs WRITE"]["peer_values"] = [9.9, 9.0]
         self.results["ep_lat 8 B"]["peer_values"] = [11.0, 10.0]
+        self.results["am_lat RC 8 B vs raw SEND"]["peer_values"] = [11.0, 12.0]
+        self.results["am_lat RC 8 B"]["peer_values"] = [10.0, 10.0]
         self.results["stream_bw 65536 B vs raw UD 1024 B"]["peer_values"] = [20.0, 30.0]
         self.results["stream_bw 65536 B"]["peer_values"] = [40.0, 30.0]
         got = {b["bound"]: b for b in compare.bounds(self.results, LAT_SIZES, LIMITS)}
         self.assertAlmostEqual(got["ib_write_lat / ib_send_lat, 8 B"]["ratio_median"], 0.9)
+        self.assertAlmostEqual(got["ib_send_lat / ucx_perftest am_lat, 8 B"]["ratio_median"], 1.15)
+        self.assertAlmostEqual(got["ib_write_lat / ucx_perftest am_lat, 8 B"]["ratio_median"], 0.945)
         ud = got["raw UD at the path MTU / rstream, 64 KiB"]
         self.assertEqual([round(ud[k], 6) for k in ("ratio_median", "ratio_min", "ratio_max")], [0.75, 0.5, 1.0])
         # A row that did not run bounds nothing.
