@@ -76,40 +76,12 @@ std::size_t read_sack(std::span<const std::byte> payload,
   return n;
 }
 
-Status decode(std::span<const std::byte> in, SegmentHeader& out) noexcept {
-  SegmentFault ignored;
-  return decode(in, out, ignored);
-}
-
-Status decode(std::span<const std::byte> in, SegmentHeader& out, SegmentFault& fault) noexcept {
-  auto refuse = [&](SegmentFault f) {
-    fault = f;
-    return Status::kInvalidArgument;
-  };
-  if (in.size() < kSegmentHeaderBytes) return refuse(SegmentFault::kTooShort);
-  const std::byte* p = in.data();
-  if (static_cast<std::uint8_t>(p[0]) != kSegmentMagic) return refuse(SegmentFault::kBadMagic);
-  const auto version = static_cast<std::uint8_t>(p[1]);
-  if (version >> 4 != kSegmentVersion) return refuse(SegmentFault::kBadVersion);
-  if ((version & 0x0F) != 0 || p[3] != std::byte{0}) return refuse(SegmentFault::kReservedBits);
-  SegmentHeader h;
-  h.flags = static_cast<std::uint8_t>(p[2]);  // its reserved bits are check()'s
-  h.src_port = load_le<std::uint16_t>(p + 4);
-  h.dst_port = load_le<std::uint16_t>(p + 6);
-  h.seq = load_le<std::uint32_t>(p + 8);
-  h.ack = load_le<std::uint32_t>(p + 12);
-  h.window = load_le<std::uint32_t>(p + 16);
-  if (SegmentFault f = check(h, in.size() - kSegmentHeaderBytes); f != SegmentFault::kNone)
-    return refuse(f);
-  if (h.has(kSack)) {
-    std::array<SackBlock, kMaxSackBlocks> blocks;
-    const std::size_t n = read_sack(in.subspan(kSegmentHeaderBytes), blocks);
-    for (std::size_t i = 0; i < n; ++i)
-      if (!block_ok(blocks[i], h.ack)) return refuse(SegmentFault::kBadSackBlock);
-  }
-  out = h;
-  fault = SegmentFault::kNone;
-  return Status::kOk;
+bool sack_blocks_ok(std::span<const std::byte> payload, std::uint32_t ack) noexcept {
+  std::array<SackBlock, kMaxSackBlocks> blocks;
+  const std::size_t n = read_sack(payload, blocks);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!block_ok(blocks[i], ack)) return false;
+  return true;
 }
 
 }  // namespace unet::ulp

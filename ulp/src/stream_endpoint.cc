@@ -49,13 +49,6 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
 
 StreamEndpoint::~StreamEndpoint() = default;
 
-StreamEndpoint::Conn* StreamEndpoint::find(ChannelId peer, std::uint16_t local,
-                                           std::uint16_t remote) noexcept {
-  for (auto& c : conns_)
-    if (c->used && c->peer == peer && c->lport == local && c->rport == remote) return c.get();
-  return nullptr;
-}
-
 ChannelId StreamEndpoint::accept_peer(const core::ChannelOffer& offer, std::string_view peer_half) {
   const ChannelId peer = net_->accept_offer(offer, peer_half);
   if (const std::uint32_t limit = net_->max_message(peer); limit < kMinSegment) {
@@ -197,8 +190,8 @@ Status StreamEndpoint::send(ConnId id, std::span<const std::byte> data,
   // Copy into the ring at snd_end, in at most two pieces.
   const std::uint32_t at = (c->snd_end - c->data_start()) & c->smask;
   const std::uint32_t first = std::min(n, c->smask + 1 - at);
-  std::memcpy(c->sbuf.get() + at, data.data(), first);
-  if (n > first) std::memcpy(c->sbuf.get(), data.data() + first, n - first);
+  copy_bytes(c->sbuf.get() + at, data.data(), first);
+  if (n > first) copy_bytes(c->sbuf.get(), data.data() + first, n - first);
   c->snd_end += n;
   c->send_full = false;
   accepted = n;
@@ -220,8 +213,8 @@ Status StreamEndpoint::recv(ConnId id, std::span<std::byte> out, std::size_t& go
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(avail, out.size()));
   const std::uint32_t at = (c->rcv_read - (c->irs + 1)) & c->rmask;
   const std::uint32_t first = std::min(n, c->rmask + 1 - at);
-  std::memcpy(out.data(), c->rbuf.get() + at, first);
-  if (n > first) std::memcpy(out.data() + first, c->rbuf.get(), n - first);
+  copy_bytes(out.data(), c->rbuf.get() + at, first);
+  if (n > first) copy_bytes(out.data() + first, c->rbuf.get(), n - first);
   const std::uint32_t before = receive_window(*c);
   c->rcv_read += n;
   got = n;

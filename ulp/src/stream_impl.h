@@ -8,6 +8,8 @@
 #include <cstring>
 #include <memory>
 
+#include "unet/core/always_inline.h"
+#include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
 #include "unet/core/serial_number.h"
 #include "unet/ulp/range_set.h"
@@ -19,6 +21,15 @@ namespace unet::ulp {
 // payload).
 inline constexpr std::uint32_t kMinSegment =
     static_cast<std::uint32_t>(kSegmentHeaderBytes + kMaxSackBlocks * kSackBlockBytes);
+
+// Copies n bytes between the byte rings and segments: up to 128 inline (core::copy_small, no
+// call: a segment that rides in a descriptor, a small recv), larger ones by memcpy.
+UNET_ALWAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
+  if (n <= 128)
+    core::copy_small(dst, src, n);
+  else
+    std::memcpy(dst, src, n);
+}
 
 // Serial-number comparisons of 32-bit sequence numbers (RFC 1982).
 using core::seq_le;
@@ -124,6 +135,8 @@ struct StreamEndpoint::Conn {
   StreamStats stats;
 
   std::uint32_t data_start() const noexcept { return iss + 1; }
+  // Whether output() has something to send: data not sent yet, or our FIN.
+  bool output_due() const noexcept { return seq_lt(snd_nxt, snd_end) || (fin_queued && !fin_sent); }
   std::uint32_t flight() const noexcept { return snd_nxt - snd_una; }
   std::uint32_t queued() const noexcept { return snd_end - snd_una; }  // data not yet acked
   // Nobody will ever hand this connection to the application: free it once it is closed.
@@ -139,6 +152,13 @@ inline StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) noexcept {
 }
 inline const StreamEndpoint::Conn* StreamEndpoint::get(ConnId c) const noexcept {
   return c < conns_.size() && conns_[c]->used && !conns_[c]->released ? conns_[c].get() : nullptr;
+}
+
+inline StreamEndpoint::Conn* StreamEndpoint::find(ChannelId peer, std::uint16_t local,
+                                                  std::uint16_t remote) noexcept {
+  for (auto& c : conns_)
+    if (c->used && c->peer == peer && c->lport == local && c->rport == remote) return c.get();
+  return nullptr;
 }
 
 inline std::uint32_t StreamEndpoint::receive_window(const Conn& c) const noexcept {

@@ -25,12 +25,13 @@ bool sending(StreamState s) noexcept {
 
 // Copies `payload` into the receive buffer at sequence number `seq` (in two pieces at the wrap).
 template <class Conn>
-void put(Conn& c, std::uint32_t seq, std::span<const std::byte> payload) noexcept {
+UNET_ALWAYS_INLINE void put(Conn& c, std::uint32_t seq,
+                            std::span<const std::byte> payload) noexcept {
   const auto n = static_cast<std::uint32_t>(payload.size());
   const std::uint32_t at = (seq - (c.irs + 1)) & c.rmask;
   const std::uint32_t first = std::min(n, c.rmask + 1 - at);
-  std::memcpy(c.rbuf.get() + at, payload.data(), first);
-  if (n > first) std::memcpy(c.rbuf.get(), payload.data() + first, n - first);
+  copy_bytes(c.rbuf.get() + at, payload.data(), first);
+  if (n > first) copy_bytes(c.rbuf.get(), payload.data() + first, n - first);
 }
 
 // How long TIME_WAIT lasts: the configured time, or four of our RTOs when that is longer. The
@@ -61,7 +62,7 @@ int StreamEndpoint::poll() noexcept {
     if (!c.used) continue;
     timers(c, t, recheck);
     if (!c.used) continue;
-    output(c);
+    if (c.output_due()) output(c);
     if (c.ack_owed > 0 && t >= c.ack_due) c.ack_pending = true;
     if (c.ack_pending) send_ack_now(c);
     if (c.zc_count > 0) retire_zero_copy(c);
@@ -115,8 +116,49 @@ void StreamEndpoint::on_syn(ChannelId peer, const SegmentHeader& h) noexcept {
   step(*c, StreamEvent::kRecvSyn);
 }
 
-void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h,
-                                std::span<const std::byte> payload) noexcept {
+// In-order data at rcv_nxt, within the receive buffer: into it.
+UNET_ALWAYS_INLINE void StreamEndpoint::take(Conn& c, std::span<const std::byte> payload) noexcept {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  put(c, c.rcv_nxt, payload);
+  c.rcv_nxt += n;
+  c.stats.bytes_received += n;
+}
+
+// Data was taken: acknowledged at once when `now` (a filled gap: the sender is in recovery),
+// else once ack_every segments wait or the first has waited ack_delay (poll() sends it).
+UNET_ALWAYS_INLINE void StreamEndpoint::owe_ack(Conn& c, bool now) noexcept {
+  if (now || ++c.ack_owed >= config_.ack_every)
+    c.ack_pending = true;
+  else if (c.ack_owed == 1)
+    c.ack_due = clock_.time() + config_.ack_delay;
+}
+
+// Header prediction, as TCP's: the next in-order segment of an established connection, an ACK
+// and nothing else, with room for its bytes, while nothing is held past a gap, no recovery runs
+// and no FIN of ours waits. Its ACK is new, or it carries data (an old ACK without data may be a
+// duplicate). Does what on_ack() and on_data() do for such a segment; false for the rest.
+UNET_ALWAYS_INLINE bool StreamEndpoint::predicted(Conn& c, const SegmentHeader& h,
+                                                  std::span<const std::byte> payload) noexcept {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  if (c.state != StreamState::kEstablished || h.flags != kAck || h.seq != c.rcv_nxt ||
+      !c.held.empty() || c.cc.in_recovery() || c.fin_queued || seq_lt(h.ack, c.snd_una) ||
+      seq_lt(c.snd_max, h.ack) || (h.ack == c.snd_una && n == 0) ||
+      h.seq + n - c.rcv_read > c.rmask + 1)
+    return false;
+  if (h.ack != c.snd_una)
+    ack_advances(c, h, c.flight());
+  else
+    c.snd_wnd = h.window;
+  if (n > 0) {
+    take(c, payload);
+    owe_ack(c, false);
+  }
+  return true;
+}
+
+UNET_ALWAYS_INLINE void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h,
+                                                   std::span<const std::byte> payload) noexcept {
+  if (predicted(c, h, payload)) return;
   if (h.has(kRst)) {
     const bool ok = c.state == StreamState::kSynSent
                         ? h.has(kAck) && h.ack == c.iss + 1
@@ -192,8 +234,8 @@ void StreamEndpoint::on_segment(Conn& c, const SegmentHeader& h,
   }
 }
 
-void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
-                            std::span<const SackBlock> sack) noexcept {
+UNET_ALWAYS_INLINE void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
+                                               std::span<const SackBlock> sack) noexcept {
   if (!h.has(kAck) || seq_lt(h.ack, c.snd_una)) return;  // old
   if (seq_lt(c.snd_max, h.ack)) {                        // acknowledges what we never sent
     c.ack_pending = true;
@@ -201,36 +243,7 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
   }
   note_sack(c, sack);
   const std::uint32_t flight = c.flight();
-  if (seq_lt(c.snd_una, h.ack)) {
-    c.dup_count = 0;
-    // Only a FIN sent makes snd_max pass snd_end. Not fin_sent: a timeout clears it to send the
-    // FIN again, and the ACK of the first one may come before that.
-    const bool fin_acked = c.fin_queued && h.ack == c.snd_end + 1;
-    const std::uint32_t acked = h.ack - c.snd_una;
-    c.snd_una = h.ack;
-    c.sacked.drop_below(c.snd_una);
-    if (seq_lt(c.snd_nxt, c.snd_una)) c.snd_nxt = c.snd_una;
-    if (c.timing && seq_lt(c.timed_seq, h.ack)) {
-      c.rtt.sample(clock_.time() - c.timed_at);
-      c.timing = false;
-    }
-    c.snd_wnd = h.window;
-    if (c.cc.in_recovery()) {
-      // A partial ack: its first hole is resent, unless a SACK-revealed resend already did.
-      if (c.cc.on_recovery_ack(acked, h.ack, flight - acked) && !seq_lt(c.snd_una, c.sack_resent))
-        retransmit_first(c);
-      if (c.cc.in_recovery()) resend_hole(c);
-    } else {
-      c.cc.on_ack(acked);
-    }
-    c.expiries = 0;
-    c.rto_deadline = c.flight() > 0 ? clock_.time() + c.rtt.rto() : Time{};
-    if (fin_acked) {
-      c.fin_sent = true;
-      step(c, StreamEvent::kRecvAckOfFin);
-    }
-    return;
-  }
+  if (seq_lt(c.snd_una, h.ack)) return ack_advances(c, h, flight);
   // h.ack == snd_una: a duplicate ack if it carries nothing else and data is outstanding.
   if (payload == 0 && !h.has(kFin) && flight > 0 && h.window == c.snd_wnd) {
     ++c.stats.dup_acks;
@@ -246,8 +259,40 @@ void StreamEndpoint::on_ack(Conn& c, const SegmentHeader& h, std::size_t payload
   c.snd_wnd = h.window;
 }
 
-void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h,
-                             std::span<const std::byte> payload) noexcept {
+// An ACK that moves snd_una forward (`flight` was in flight before it).
+UNET_ALWAYS_INLINE void StreamEndpoint::ack_advances(Conn& c, const SegmentHeader& h,
+                                                     std::uint32_t flight) noexcept {
+  c.dup_count = 0;
+  // Only a FIN sent makes snd_max pass snd_end. Not fin_sent: a timeout clears it to send the
+  // FIN again, and the ACK of the first one may come before that.
+  const bool fin_acked = c.fin_queued && h.ack == c.snd_end + 1;
+  const std::uint32_t acked = h.ack - c.snd_una;
+  c.snd_una = h.ack;
+  c.sacked.drop_below(c.snd_una);
+  if (seq_lt(c.snd_nxt, c.snd_una)) c.snd_nxt = c.snd_una;
+  if (c.timing && seq_lt(c.timed_seq, h.ack)) {
+    c.rtt.sample(clock_.time() - c.timed_at);
+    c.timing = false;
+  }
+  c.snd_wnd = h.window;
+  if (c.cc.in_recovery()) {
+    // A partial ack: its first hole is resent, unless a SACK-revealed resend already did.
+    if (c.cc.on_recovery_ack(acked, h.ack, flight - acked) && !seq_lt(c.snd_una, c.sack_resent))
+      retransmit_first(c);
+    if (c.cc.in_recovery()) resend_hole(c);
+  } else {
+    c.cc.on_ack(acked);
+  }
+  c.expiries = 0;
+  c.rto_deadline = c.flight() > 0 ? clock_.time() + c.rtt.rto() : Time{};
+  if (fin_acked) {
+    c.fin_sent = true;
+    step(c, StreamEvent::kRecvAckOfFin);
+  }
+}
+
+UNET_ALWAYS_INLINE void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h,
+                                                std::span<const std::byte> payload) noexcept {
   std::uint32_t seq = h.seq;
   if (!payload.empty()) {
     if (seq_lt(seq, c.rcv_nxt)) {  // some or all of it seen before
@@ -275,9 +320,7 @@ void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h,
       send_ack_now(c);
       return;
     }
-    put(c, seq, payload);
-    c.rcv_nxt += n;
-    c.stats.bytes_received += n;
+    take(c, payload);
     const bool filled_gap = !c.held.empty() && seq_le(c.held[0].start, c.rcv_nxt);
     // The gap is filled: run over what was held beyond it.
     while (!c.held.empty() && seq_le(c.held[0].start, c.rcv_nxt)) {
@@ -287,12 +330,7 @@ void StreamEndpoint::on_data(Conn& c, const SegmentHeader& h,
       }
       c.held.pop_front();
     }
-    // A filled gap is acknowledged at once (the sender is in recovery); in-order data when
-    // ack_every segments wait or the first has waited ack_delay (poll() sends it).
-    if (filled_gap || ++c.ack_owed >= config_.ack_every)
-      c.ack_pending = true;
-    else if (c.ack_owed == 1)
-      c.ack_due = clock_.time() + config_.ack_delay;
+    owe_ack(c, filled_gap);
   } else if (seq_lt(seq, c.rcv_nxt)) {
     c.ack_pending = true;  // a keepalive
   }
@@ -367,7 +405,7 @@ void StreamEndpoint::output(Conn& c) noexcept {
           std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
       if (flight >= wnd) return;
       const std::uint32_t len = std::min({c.mss, c.run(c.snd_nxt), wnd - flight});
-      if (send_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
+      if (push_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
       const std::uint32_t end = c.snd_nxt + len;
       if (seq_lt(c.snd_max, end)) {
         const std::uint32_t fresh = end - (seq_lt(c.snd_nxt, c.snd_max) ? c.snd_max : c.snd_nxt);
@@ -397,9 +435,15 @@ void StreamEndpoint::output(Conn& c) noexcept {
 
 // One segment: header, then `len` bytes from `seq` — of the send buffer, inside a descriptor when
 // it fits, else in a segment buffer; or gathered from a zero-copy send's memory (send_pinned).
-// kNoResource when the send path is full.
+// kNoResource when the send path is full. push_segment() is the same, inline: output()'s.
 Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq,
                                     std::uint32_t len) noexcept {
+  return push_segment(c, flags, seq, len);
+}
+
+UNET_ALWAYS_INLINE Status StreamEndpoint::push_segment(Conn& c, std::uint8_t flags,
+                                                       std::uint32_t seq,
+                                                       std::uint32_t len) noexcept {
   if (net_->send_queue_space() == 0) return Status::kNoResource;
   SegmentHeader h;
   h.flags = flags;
@@ -439,8 +483,8 @@ Status StreamEndpoint::send_segment(Conn& c, std::uint8_t flags, std::uint32_t s
   if (len) {
     const std::uint32_t at = (seq - c.data_start()) & c.smask;
     const std::uint32_t first = std::min(len, c.smask + 1 - at);
-    std::memcpy(p + kSegmentHeaderBytes, c.sbuf.get() + at, first);
-    if (len > first) std::memcpy(p + kSegmentHeaderBytes + first, c.sbuf.get(), len - first);
+    copy_bytes(p + kSegmentHeaderBytes, c.sbuf.get() + at, first);
+    if (len > first) copy_bytes(p + kSegmentHeaderBytes + first, c.sbuf.get(), len - first);
   }
   const Status s = b == core::kNoBuffer
                        ? net_->send_inline(c.peer, std::span<const std::byte>(p, size))
@@ -531,7 +575,7 @@ void StreamEndpoint::resend_hole(Conn& c) noexcept {
   ++c.stats.sack_resent;
 }
 
-void StreamEndpoint::timers(Conn& c, Time t, bool recheck) noexcept {
+UNET_ALWAYS_INLINE void StreamEndpoint::timers(Conn& c, Time t, bool recheck) noexcept {
   if (c.state == StreamState::kClosed) {
     if (c.orphan()) free_conn(c);
     return;

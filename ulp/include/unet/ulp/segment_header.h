@@ -141,11 +141,43 @@ inline SegmentFault check(const SegmentHeader& h, std::size_t payload) noexcept 
 std::size_t read_sack(std::span<const std::byte> payload,
                       std::span<SackBlock, kMaxSackBlocks> out) noexcept;
 
+// Whether every block of a SACK segment's payload (which check() accepted) is non-empty and after
+// `ack`.
+bool sack_blocks_ok(std::span<const std::byte> payload, std::uint32_t ack) noexcept;
+
 // Reads one whole segment; on kOk `out` holds its header and the payload is
 // in.subspan(kSegmentHeaderBytes). On failure kInvalidArgument, `fault` names the rule, `out`
-// untouched.
-[[nodiscard]] Status decode(std::span<const std::byte> in, SegmentHeader& out) noexcept;
-[[nodiscard]] Status decode(std::span<const std::byte> in, SegmentHeader& out,
-                            SegmentFault& fault) noexcept;
+// untouched. Inline, as encode(): the stream runs it for every segment that arrives.
+[[nodiscard]] inline Status decode(std::span<const std::byte> in, SegmentHeader& out,
+                                   SegmentFault& fault) noexcept {
+  auto refuse = [&](SegmentFault f) {
+    fault = f;
+    return Status::kInvalidArgument;
+  };
+  if (in.size() < kSegmentHeaderBytes) return refuse(SegmentFault::kTooShort);
+  const std::byte* p = in.data();
+  if (static_cast<std::uint8_t>(p[0]) != kSegmentMagic) return refuse(SegmentFault::kBadMagic);
+  const auto version = static_cast<std::uint8_t>(p[1]);
+  if (version >> 4 != kSegmentVersion) return refuse(SegmentFault::kBadVersion);
+  if ((version & 0x0F) != 0 || p[3] != std::byte{0}) return refuse(SegmentFault::kReservedBits);
+  SegmentHeader h;
+  h.flags = static_cast<std::uint8_t>(p[2]);  // its reserved bits are check()'s
+  h.src_port = core::load_le<std::uint16_t>(p + 4);
+  h.dst_port = core::load_le<std::uint16_t>(p + 6);
+  h.seq = core::load_le<std::uint32_t>(p + 8);
+  h.ack = core::load_le<std::uint32_t>(p + 12);
+  h.window = core::load_le<std::uint32_t>(p + 16);
+  if (SegmentFault f = check(h, in.size() - kSegmentHeaderBytes); f != SegmentFault::kNone)
+    return refuse(f);
+  if (h.has(kSack) && !sack_blocks_ok(in.subspan(kSegmentHeaderBytes), h.ack))
+    return refuse(SegmentFault::kBadSackBlock);
+  out = h;
+  fault = SegmentFault::kNone;
+  return Status::kOk;
+}
+[[nodiscard]] inline Status decode(std::span<const std::byte> in, SegmentHeader& out) noexcept {
+  SegmentFault ignored;
+  return decode(in, out, ignored);
+}
 
 }  // namespace unet::ulp

@@ -261,28 +261,39 @@ class StreamEndpoint {
   struct PinnedSend;
   struct Listener;
   void arrival(const core::Descriptor& d) noexcept;
-  void on_segment(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
-  void on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
-              std::span<const SackBlock> sack) noexcept;
+  // The members declared inline are the steps of an arrival, of output() and of poll(), defined
+  // in stream_io.cc (which alone calls them) and inlined into their callers there.
+  inline void on_segment(Conn& c, const SegmentHeader& h,
+                         std::span<const std::byte> payload) noexcept;
+  inline void on_ack(Conn& c, const SegmentHeader& h, std::size_t payload,
+                     std::span<const SackBlock> sack) noexcept;
   void note_sack(Conn& c, std::span<const SackBlock> sack) noexcept;
   void resend_hole(Conn& c) noexcept;
-  void on_data(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
+  inline void on_data(Conn& c, const SegmentHeader& h, std::span<const std::byte> payload) noexcept;
+  // on_segment()'s short path (header prediction), and the steps it shares with the long one.
+  inline bool predicted(Conn& c, const SegmentHeader& h,
+                        std::span<const std::byte> payload) noexcept;
+  inline void ack_advances(Conn& c, const SegmentHeader& h, std::uint32_t flight) noexcept;
+  inline void take(Conn& c, std::span<const std::byte> payload) noexcept;
+  inline void owe_ack(Conn& c, bool now) noexcept;
   void on_syn(ChannelId peer, const SegmentHeader& h) noexcept;
   void send_ack_now(Conn& c) noexcept;
   void step(Conn& c, StreamEvent e) noexcept;
   void output(Conn& c) noexcept;
   Status send_segment(Conn& c, std::uint8_t flags, std::uint32_t seq, std::uint32_t len) noexcept;
+  inline Status push_segment(Conn& c, std::uint8_t flags, std::uint32_t seq,
+                             std::uint32_t len) noexcept;
   Status send_pinned(Conn& c, PinnedSend& z, const SegmentHeader& h, std::uint32_t len) noexcept;
   void segment_sent(Conn& c, std::uint8_t flags) noexcept;
   void zero_copy_completion(const core::OpCompletion& done) noexcept;
   void retire_zero_copy(Conn& c) noexcept;
   Status send_reset(ChannelId peer, const SegmentHeader& to, std::size_t payload) noexcept;
   void retransmit_first(Conn& c) noexcept;
-  void timers(Conn& c, Time now, bool recheck) noexcept;
+  inline void timers(Conn& c, Time now, bool recheck) noexcept;
   void fail(Conn& c, Status error) noexcept;
   void free_conn(Conn& c) noexcept;
-  Conn* find(ChannelId peer, std::uint16_t local, std::uint16_t remote) noexcept;
-  // Inline, in stream_impl.h: on every send() and recv().
+  // Inline, in stream_impl.h: on every arrival, send() and recv().
+  inline Conn* find(ChannelId peer, std::uint16_t local, std::uint16_t remote) noexcept;
   inline Conn* get(ConnId c) noexcept;
   inline const Conn* get(ConnId c) const noexcept;
   Conn* new_conn(ChannelId peer, std::uint16_t local, std::uint16_t remote, ConnId& id) noexcept;
