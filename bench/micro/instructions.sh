@@ -10,7 +10,7 @@ n=${UNET_MICRO_COUNT:-100000}
 cg_run "$cg_dir/cg" -- "$build/bench/core_micro" --count "$n"
 callgrind_annotate --inclusive=yes --threshold=100 "$cg_dir/cg" >"$cg_dir/annotated"
 printf '%-16s %s\n' operation instructions/op
-for op in ring_push_pop compose_inline_op compose_buffer_op buffer_cycle lookup_rc lookup_ud cache_hit clock_read; do
+for op in ring_push_pop compose_inline_op compose_buffer_op buffer_cycle lookup_rc lookup_ud cache_hit cache_hit_last clock_read; do
   # The line naming the function: "  1,234,567 (12.3%)  file:unet::core::(anonymous namespace)::op(...)".
   ir=$(grep -E "::${op}\(" "$cg_dir/annotated" | head -n1 | awk '{gsub(",", "", $1); print $1}')
   [ -n "$ir" ] || { echo "instructions.sh: no callgrind entry for $op" >&2; exit 1; }

@@ -213,6 +213,27 @@ TEST(RegistrationCache, EvictsTheLeastRecentlyUsedUnleasedEntry) {
   EXPECT_EQ(l.handle(), 1u);
 }
 
+TEST(RegistrationCache, TheEntryAcquiredLastIsFoundFirstAndStaysTheMostRecent) {
+  FakeRegistrar reg;
+  Cache cache(reg, 2 * kPage);
+  Lease l;
+  for (std::uintptr_t p : {0, 2}) {  // A, B: handles 1, 2; B acquired last
+    ASSERT_EQ(cache.acquire(at(p * kPage), 1, l), Status::kOk);
+    l.release();
+  }
+  for (int i = 0; i < 3; ++i) {  // B again, whole and in part: hits on the entry acquired last
+    ASSERT_EQ(cache.acquire(at(2 * kPage + 8 * i), 8, l), Status::kOk);
+    EXPECT_EQ(l.handle(), 2u);
+    l.release();
+  }
+  EXPECT_EQ(cache.stats().hits, 3u);
+  ASSERT_EQ(cache.acquire(at(4 * kPage), 1, l), Status::kOk);  // C evicts A, the least recent
+  l.release();
+  EXPECT_EQ(reg.deregistered, std::vector<FakeRegistrar::Handle>{1});
+  ASSERT_EQ(cache.acquire(at(2 * kPage), 1, l), Status::kOk);  // B survived
+  EXPECT_EQ(l.handle(), 2u);
+}
+
 TEST(RegistrationCache, LeasedEntriesAreNeverEvicted) {
   FakeRegistrar reg;
   Cache cache(reg, 2 * kPage);
