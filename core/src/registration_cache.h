@@ -5,11 +5,10 @@
 //
 // acquire(addr, len) leases a registration covering [addr, addr+len). A hit (one cached entry
 // covers the range) is an O(log n) lookup, O(1) on the entry acquired last: no registrar call, no
-// allocation. A miss registers the
-// page-aligned range (start rounded down, end up to page_size), first evicting the least recently
-// acquired entries nobody leases if the bound needs it. Pinned bytes (live entries plus retired
-// ones still leased) never exceed the bound, at any instant; a request that cannot fit returns
-// kNoResource and changes nothing.
+// allocation. A miss registers the page-aligned range (start rounded down, end up to page_size),
+// first evicting the least recently acquired entries nobody leases if the bound needs it. Pinned
+// bytes (live entries plus retired ones still leased) never exceed the bound, at any instant; a
+// request that cannot fit returns kNoResource and changes nothing.
 //
 // Overlap policy: cached entries never overlap one another. A miss overlapping cached entries
 // registers the UNION of its pages and theirs (fewer, larger registrations), or only its own pages

@@ -221,17 +221,21 @@ TEST(RegistrationCache, TheEntryAcquiredLastIsFoundFirstAndStaysTheMostRecent) {
     ASSERT_EQ(cache.acquire(at(p * kPage), 1, l), Status::kOk);
     l.release();
   }
-  for (int i = 0; i < 3; ++i) {  // B again, whole and in part: hits on the entry acquired last
+  for (int i = 0; i < 3; ++i) {  // three parts of B: hits on the entry acquired last
     ASSERT_EQ(cache.acquire(at(2 * kPage + 8 * i), 8, l), Status::kOk);
     EXPECT_EQ(l.handle(), 2u);
     l.release();
   }
   EXPECT_EQ(cache.stats().hits, 3u);
+  EXPECT_EQ(cache.stats().misses, 2u);
   ASSERT_EQ(cache.acquire(at(4 * kPage), 1, l), Status::kOk);  // C evicts A, the least recent
   l.release();
   EXPECT_EQ(reg.deregistered, std::vector<FakeRegistrar::Handle>{1});
-  ASSERT_EQ(cache.acquire(at(2 * kPage), 1, l), Status::kOk);  // B survived
-  EXPECT_EQ(l.handle(), 2u);
+  // D evicts B, now the least recent: its leases from those hits all ended.
+  ASSERT_EQ(cache.acquire(at(6 * kPage), 1, l), Status::kOk);
+  l.release();
+  EXPECT_EQ(reg.deregistered, (std::vector<FakeRegistrar::Handle>{1, 2}));
+  EXPECT_EQ(cache.stats().entries, 2u);
 }
 
 TEST(RegistrationCache, LeasedEntriesAreNeverEvicted) {
