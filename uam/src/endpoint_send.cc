@@ -53,10 +53,7 @@ Status Endpoint::put(Peer& p, const Header& h, std::span<const std::byte> body,
   }
   if (small) at = scratch_.data();
   encode_unchecked(h, at);
-  if (small)  // fixed-size moves, not a call: a descriptor's few bytes
-    core::copy_small(at + head, body.data(), body.size());
-  else if (!body.empty())
-    std::memcpy(at + head, body.data(), body.size());
+  core::copy_bytes(at + head, body.data(), body.size());  // a descriptor's few bytes: no call
   if (copy) std::memcpy(copy, at, total);
   if (small) return net_->send_inline(p.ch, std::span<const std::byte>(at, total));
   if (b == core::kNoBuffer) return Status::kOk;  // joined the open packet

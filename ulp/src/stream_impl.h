@@ -8,7 +8,6 @@
 #include <cstring>
 #include <memory>
 
-#include "unet/core/always_inline.h"
 #include "unet/core/descriptor.h"
 #include "unet/core/descriptor_ring.h"
 #include "unet/core/serial_number.h"
@@ -22,14 +21,9 @@ namespace unet::ulp {
 inline constexpr std::uint32_t kMinSegment =
     static_cast<std::uint32_t>(kSegmentHeaderBytes + kMaxSackBlocks * kSackBlockBytes);
 
-// Copies n bytes between the byte rings and segments: up to 128 inline (core::copy_small, no
-// call: a segment that rides in a descriptor, a small recv), larger ones by memcpy.
-UNET_ALWAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
-  if (n <= 128)
-    core::copy_small(dst, src, n);
-  else
-    std::memcpy(dst, src, n);
-}
+// Copies between the byte rings and segments: a segment that rides in a descriptor and a small
+// recv without a call to memcpy.
+using core::copy_bytes;
 
 // Serial-number comparisons of 32-bit sequence numbers (RFC 1982).
 using core::seq_le;

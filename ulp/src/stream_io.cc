@@ -3,6 +3,7 @@
 #include <array>
 
 #include "stream_impl.h"
+#include "unet/core/always_inline.h"
 
 namespace unet::ulp {
 

@@ -49,11 +49,14 @@ struct alignas(64) Descriptor {
 
 static_assert(sizeof(Descriptor) == 128, "a descriptor is two cache lines");
 
-// Copies n <= 128 bytes (a descriptor's inline payload) between two buffers that do not overlap,
-// as at most two fixed-size moves that may overlap each other (three below 4 bytes), reading and
-// writing only [0, n) of each side. Inlined where it is used: on the data path of every small send
-// and arrival a call to memcpy for a few bytes costs more than the copy (a call and an indirect
-// return, which an emulated CPU pays dearly for).
+// The most bytes copy_small() copies.
+inline constexpr std::size_t kCopySmallMax = 128;
+
+// Copies n <= kCopySmallMax bytes (a descriptor's inline payload) between two buffers that do not
+// overlap, as at most two fixed-size moves that may overlap each other (three below 4 bytes),
+// reading and writing only [0, n) of each side. Inlined where it is used: on the data path of every
+// small send and arrival a call to memcpy for a few bytes costs more than the copy (a call and an
+// indirect return, which an emulated CPU pays dearly for).
 UNET_ALWAYS_INLINE void copy_small(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
   if (n >= 32) {
     if (n >= 64) {
@@ -78,7 +81,16 @@ UNET_ALWAYS_INLINE void copy_small(std::byte* dst, const std::byte* src, std::si
     dst[n - 1] = src[n - 1];
   }
 }
-static_assert(Descriptor::kInlineBytes <= 128, "copy_small covers an inline payload");
+static_assert(Descriptor::kInlineBytes <= kCopySmallMax, "copy_small covers an inline payload");
+
+// Copies n bytes, any number, between two buffers that do not overlap: as copy_small() up to
+// kCopySmallMax (no call), by memcpy beyond. For copies that are mostly small but need not be.
+UNET_ALWAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
+  if (n <= kCopySmallMax)
+    copy_small(dst, src, n);
+  else
+    std::memcpy(dst, src, n);
+}
 
 // Composes a send descriptor carrying `payload` inside itself (payload.size() <= kInlineBytes,
 // checked by the caller). The endpoint's send_inline() does exactly this in its send-queue slot.
