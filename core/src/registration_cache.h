@@ -162,21 +162,13 @@ class RegistrationCache {
     if (addr == nullptr || len == 0 || len > UINTPTR_MAX - a) return Status::kInvalidArgument;
     // The most recently acquired entry first (the LRU list's last): an application moving from
     // or into one buffer again and again finds it without the index or a relink.
-    if (!lru_.empty() && a >= lru_.back().start && a + len <= lru_.back().end()) {
-      const Iter x = std::prev(lru_.end());
-      ++x->uses;
-      ++stats_.hits;
-      out = Lease(this, x);
-      return Status::kOk;
-    }
+    if (!lru_.empty() && a >= lru_.back().start && a + len <= lru_.back().end())
+      return hit(std::prev(lru_.end()), out);
     if (auto it = index_.upper_bound(a); it != index_.begin()) {
       const Iter x = std::prev(it)->second;  // the only entry that can cover: start <= a
       if (a + len <= x->end()) {
         lru_.splice(lru_.end(), lru_, x);  // most recently used; relinks, no allocation
-        ++x->uses;
-        ++stats_.hits;
-        out = Lease(this, x);
-        return Status::kOk;
+        return hit(x, out);
       }
     }
     return miss(a, a + len, out);
@@ -218,6 +210,14 @@ class RegistrationCache {
     auto it = index_.upper_bound(a);
     if (it != index_.begin() && std::prev(it)->second->end() > a) --it;
     return it;
+  }
+
+  // Leases live entry x, already the most recently used, into `out`.
+  Status hit(Iter x, Lease& out) noexcept {
+    ++x->uses;
+    ++stats_.hits;
+    out = Lease(this, x);
+    return Status::kOk;
   }
 
   Status miss(std::uintptr_t a, std::uintptr_t end, Lease& out) noexcept {
