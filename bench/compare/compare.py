@@ -36,10 +36,10 @@ clipped to what uam carries: 65535 bytes on RC, the path MTU less 24 bytes on UD
 
 Bounds: where a raw operation carries a unet case, the table below the pairs gives that operation's
 peer over the case's own peer, per round (BOUNDS): ib_write_lat / ib_send_lat (a ring message is
-one WRITE of more bytes than its payload), ib_send_lat and ib_write_lat / ucx_perftest am_lat (uam's
-request and reply are one SEND or one ring WRITE each) and raw UD SENDs of one path MTU with a post list of 16 /
-rstream (the UD stream is such SENDs). A unet / peer target below that ratio (latency) or above it
-(rates) is beyond what the device does.
+one WRITE of more bytes than its payload), ib_send_lat and ib_write_lat / ucx_perftest am_lat
+(uam's request and reply are one SEND or one ring WRITE each) and raw UD SENDs of one path MTU with
+a post list of 16 / rstream (the UD stream is such SENDs). A unet / peer target below that ratio
+(latency) or above it (rates) is beyond what the device does.
 
 Writes OUT/results.json (every sample, the configuration) and OUT/results.md (the table); then
 plots.py draws from them OUT/endpoint.png, direct.png, am.png, stream.png, datagram.png (a figure
