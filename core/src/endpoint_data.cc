@@ -222,18 +222,20 @@ static std::uint32_t inflight_what(const Descriptor& d, bool copied) noexcept {
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
 UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
-  // The common case first, on a path of its own: one small message waiting, for an open channel,
-  // posted inline whichever way it goes (inside its descriptor, or a buffer within a SEND's
-  // inline limit and, on a ring channel, the peer's slots).
+  // The common case first, on a path of its own: one message waiting, for an open channel whose
+  // send queue has room; a small one (inside its descriptor, or a buffer within a SEND's inline
+  // limit and, on a ring channel, the peer's slots) is posted inline whichever way it goes.
   if (send_queue_.size() == 1) {
     Descriptor& d = send_queue_.at(0);
     if (!(d.flags & (Descriptor::kOp | Descriptor::kProbe)) && d.channel < channels_.size()) {
       Channel& c = *channels_[d.channel];
       Lane& lane = *lanes_[c.lane];
-      if (c.state == Channel::State::kOpen && !lane.failed && lane.in_flight() < lane.depth &&
-          (d.is_inline() ||
-           (d.length <= inline_post_limit_ && (!c.ring || d.length <= c.ring->fit_inline))))
-        return post_lone(d, c, lane);
+      if (c.state == Channel::State::kOpen && !lane.failed && lane.in_flight() < lane.depth) {
+        if (d.is_inline() ||
+            (d.length <= inline_post_limit_ && (!c.ring || d.length <= c.ring->fit_inline)))
+          return post_lone(d, c, lane, true);
+        return post_lone(d, c, lane, false);
+      }
     }
   }
   Verbs& v = *v_;
@@ -317,25 +319,31 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
   return done;
 }
 
-// Posts `d`, the one descriptor on the send queue, a small message for open channel `c` whose
-// lane has room, posted inline by ring or SEND: what the loop of post_pending_sends does for one
-// such descriptor. A buffer it names is spare again once posted.
-UNET_ALWAYS_INLINE int Endpoint::post_lone(Descriptor& d, Channel& c, Lane& lane) noexcept {
+// Posts `d`, the one descriptor on the send queue, a message (no op, no probe) for open channel
+// `c` whose lane has room: what the loop of post_pending_sends does for a list of one. `small`:
+// the post copies it (the caller's test; a constant where this is inlined). A buffer posted
+// inline is spare again once posted; one posted from the segment is signaled, so that it comes
+// back when traffic stops.
+UNET_ALWAYS_INLINE int Endpoint::post_lone(Descriptor& d, Channel& c, Lane& lane,
+                                           bool small) noexcept {
   ibv_send_wr& w = v_->swr[0];
   if (c.ring && ring_route(d, *c.ring))
     build_ring_wr(d, *c.ring, 0, lane.next_seq);
   else
     build_wr(d, c, 0);
-  const std::uint32_t seq = lane.track(kNoBuffer);  // copied at the post: it holds nothing
-  if (++lane.unsignaled == lane.interval || lane.in_flight() + lane.interval >= lane.depth) {
+  // Copied by the post (a descriptor's payload is, always) it holds nothing.
+  const bool copied = small || (w.send_flags & IBV_SEND_INLINE);
+  const std::uint32_t seq = lane.track(copied ? kNoBuffer : d.buffer);
+  if (++lane.unsignaled == lane.interval || !copied ||
+      lane.in_flight() + lane.interval >= lane.depth) {
     w.send_flags |= IBV_SEND_SIGNALED;
     lane.unsignaled = 0;
   }
   w.wr_id = send_wr_id(c.lane, seq);
   ++stats_.doorbells;
-  ++stats_.inline_sent;
+  stats_.inline_sent += copied;
   const Status posted = lane.qp->post_send(w);
-  if (!d.is_inline()) (void)buffers_.send_done(d.buffer);
+  if (copied && !d.is_inline()) (void)buffers_.send_done(d.buffer);
   send_queue_.pop();
   if (posted != Status::kOk) [[unlikely]] {
     post_refused(lane);
@@ -374,7 +382,8 @@ void Endpoint::retire_one(Lane& lane, Status status) noexcept {
 
 // Retires every in-flight send of `lane` up to and including sequence number `seq`. Inline sends
 // that succeeded hold nothing: retiring them is counting.
-void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noexcept {
+UNET_ALWAYS_INLINE void Endpoint::retire_through(Lane& lane, std::uint32_t seq,
+                                                 Status status) noexcept {
   if (!seq_le(lane.oldest, seq)) return;  // retired already
   std::uint32_t n = std::min(seq - lane.oldest + 1, lane.in_flight());
   if (lane.holding == 0 &&
@@ -384,7 +393,10 @@ void Endpoint::retire_through(Lane& lane, std::uint32_t seq, Status status) noex
   }
   for (; n > 0; --n) {
     const std::uint32_t what = lane.retire_oldest();
-    if (what != kNoBuffer || status != Status::kOk) settle(what, lane.channel, status);
+    if (status == Status::kOk && !(what & kOpBit))  // a buffer sent: settle()'s case, here
+      (void)buffers_.send_done(what);
+    else if (what != kNoBuffer || status != Status::kOk)
+      settle(what, lane.channel, status);
   }
 }
 

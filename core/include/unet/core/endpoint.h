@@ -466,7 +466,7 @@ class Endpoint {
   Status release_ring_slot(BufferId b) noexcept;
   std::span<std::byte> ring_slot(BufferId b) noexcept;
   inline bool ring_route(const Descriptor& d, RingChannel& r) noexcept;
-  inline int post_lone(Descriptor& d, Channel& ch, Lane& lane) noexcept;
+  inline int post_lone(Descriptor& d, Channel& ch, Lane& lane, bool small) noexcept;
   inline void build_ring_wr(const Descriptor& d, RingChannel& r, std::uint32_t n,
                             std::uint32_t lane_seq) noexcept;
   inline int poll_rings() noexcept;
