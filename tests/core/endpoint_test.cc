@@ -135,6 +135,40 @@ TEST_P(EndpointTest, SmallBufferSendsAreSpareAgainOncePosted) {
   EXPECT_EQ(a_->stats().send_errors, 0u);
 }
 
+// A buffer send above inline_post_limit() is posted from the segment. Alone on the send queue it
+// takes post_lone, which must signal it as the post-list loop does: no later send comes to carry
+// a completion, and without one its buffer would never be spare again.
+TEST_P(EndpointTest, ALoneBufferSendPostedFromTheSegmentComesBackWithNothingAfterIt) {
+  const std::uint32_t len = std::min(a_->inline_post_limit() + 64, a_->max_message());
+  ASSERT_GT(len, a_->inline_post_limit()) << "no buffer send beyond the inline limit here";
+  for (int i = 0; i < 4; ++i) {  // reposts done before counting
+    ASSERT_GE(a_->poll(), 0);
+    ASSERT_GE(b_->poll(), 0);
+  }
+  const std::uint32_t spare = a_->spare_buffers();
+  const std::uint64_t copied = a_->stats().inline_sent, sent = a_->stats().sent;
+  for (std::uint32_t m = 0; m < 3; ++m) {  // one at a time: each is the only send
+    const std::uint64_t doorbells = a_->stats().doorbells;
+    send(m, len);
+    ASSERT_GE(a_->poll(), 1) << "message " << m;
+    EXPECT_EQ(a_->stats().doorbells - doorbells, 1u) << "message " << m << " posted by itself";
+    Descriptor d;
+    ASSERT_TRUE(wait_receive(*a_, *b_, d, 10s)) << "message " << m;
+    ASSERT_EQ(d.length, len);
+    const std::byte* p = b_->buffer(d.buffer).data();
+    for (std::uint32_t i = 0; i < len; ++i)
+      ASSERT_EQ(p[i], pattern(m, i)) << "message " << m << " byte " << i;
+    ASSERT_EQ(b_->release(d.buffer), Status::kOk);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (a_->spare_buffers() < spare && std::chrono::steady_clock::now() < deadline)
+      ASSERT_GE(a_->poll(), 0);
+    ASSERT_GE(a_->spare_buffers(), spare) << "message " << m << "'s buffer never came back";
+  }
+  EXPECT_EQ(a_->stats().inline_sent, copied) << "posted from the segment, not copied";
+  EXPECT_EQ(a_->stats().sent - sent, 3u);
+  EXPECT_EQ(a_->stats().send_errors, 0u);
+}
+
 TEST_P(EndpointTest, DoorbellBatchingPostsManyDescriptorsWithOneCall) {
   constexpr std::uint32_t kN = 16;
   std::byte msg[8] = {};
