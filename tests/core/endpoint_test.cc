@@ -62,6 +62,17 @@ class EndpointTest : public ::testing::TestWithParam<Transport> {
       (void)b_->poll();
     }
   }
+  // Receives message `m` of `len` bytes at b_ in a segment buffer, checks its bytes and releases
+  // it. Callers wrap it in ASSERT_NO_FATAL_FAILURE.
+  void receive_buffer(std::uint32_t m, std::uint32_t len) {
+    Descriptor d;
+    ASSERT_TRUE(wait_receive(*a_, *b_, d, 10s)) << "message " << m;
+    ASSERT_EQ(d.length, len);
+    const std::byte* p = b_->buffer(d.buffer).data();
+    for (std::uint32_t i = 0; i < len; ++i)
+      ASSERT_EQ(p[i], pattern(m, i)) << "message " << m << " byte " << i;
+    ASSERT_EQ(b_->release(d.buffer), Status::kOk);
+  }
   std::unique_ptr<Endpoint> a_, b_;
   ChannelId ab_ = kNoChannel, ba_ = kNoChannel;
 };
@@ -123,15 +134,7 @@ TEST_P(EndpointTest, SmallBufferSendsAreSpareAgainOncePosted) {
   for (BufferId b = kNoBuffer; a_->acquire_buffer(b) == Status::kOk;) ++again;
   EXPECT_EQ(again, spare) << "buffers posted inline must be spare once posted";
   EXPECT_EQ(a_->stats().inline_sent, spare);
-  for (std::uint32_t m = 0; m < spare; ++m) {
-    Descriptor d;
-    ASSERT_TRUE(wait_receive(*a_, *b_, d, 10s)) << "message " << m;
-    ASSERT_EQ(d.length, len);
-    const std::byte* p = b_->buffer(d.buffer).data();
-    for (std::uint32_t i = 0; i < len; ++i)
-      ASSERT_EQ(p[i], pattern(m, i)) << "message " << m << " byte " << i;
-    ASSERT_EQ(b_->release(d.buffer), Status::kOk);
-  }
+  for (std::uint32_t m = 0; m < spare; ++m) ASSERT_NO_FATAL_FAILURE(receive_buffer(m, len));
   EXPECT_EQ(a_->stats().send_errors, 0u);
 }
 
@@ -152,13 +155,7 @@ TEST_P(EndpointTest, ALoneBufferSendPostedFromTheSegmentComesBackWithNothingAfte
     send(m, len);
     ASSERT_GE(a_->poll(), 1) << "message " << m;
     EXPECT_EQ(a_->stats().doorbells - doorbells, 1u) << "message " << m << " posted by itself";
-    Descriptor d;
-    ASSERT_TRUE(wait_receive(*a_, *b_, d, 10s)) << "message " << m;
-    ASSERT_EQ(d.length, len);
-    const std::byte* p = b_->buffer(d.buffer).data();
-    for (std::uint32_t i = 0; i < len; ++i)
-      ASSERT_EQ(p[i], pattern(m, i)) << "message " << m << " byte " << i;
-    ASSERT_EQ(b_->release(d.buffer), Status::kOk);
+    ASSERT_NO_FATAL_FAILURE(receive_buffer(m, len));
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (a_->spare_buffers() < spare && std::chrono::steady_clock::now() < deadline)
       ASSERT_GE(a_->poll(), 0);
