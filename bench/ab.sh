@@ -3,7 +3,8 @@
 # server and client (ARGS, e.g. `--test stream_lat -c RC -s 64`; the order alternates between rounds) and
 # prints both t_typical and NEW / OLD; at the end the median of the per-round ratios and how many were
 # below 1. Under TCG one round proves nothing (bench/README.md). On a device, e.g. `ci/rxe-vm --
-# bench/ab.sh 30 old/bench/unet_perf build-release/bench/unet_perf --test am_lat -c RC -s 8`.
+# bench/ab.sh 30 old/bench/unet_perf build-release/bench/unet_perf --test am_lat -c RC -s 8`. A bandwidth
+# test: UNET_AB_FIELD=BW_average (the result's field compared; default t_typical).
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: bench/ab.sh ROUNDS OLD NEW ARGS..." >&2; exit 2; }
 rounds=$1 old=$2 new=$3
@@ -15,7 +16,9 @@ port=${UNET_AB_PORT:-18561}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-once() {  # once BIN: the client's t_typical (us) of one run beside its own server
+field=${UNET_AB_FIELD:-t_typical}
+
+once() {  # once BIN: the client's $field of one run beside its own server
   local bin=$1 server
   timeout 600 "$bin" -d "$dev" -p "$port" "${args[@]}" >"$scratch/server.log" 2>&1 &
   server=$!
@@ -27,15 +30,15 @@ once() {  # once BIN: the client's t_typical (us) of one run beside its own serv
     exit 1
   fi
   wait "$server" || { echo "ab: $bin's server failed:" >&2; tail -n 5 "$scratch/server.log" >&2; exit 1; }
-  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"][0]["t_typical"])' \
-    "$scratch/client.json"
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["results"][0][sys.argv[2]])' \
+    "$scratch/client.json" "$field"
 }
 
 ratios=()
 for ((i = 0; i < rounds; i++)); do
   if ((i % 2)); then n=$(once "$new"); o=$(once "$old"); else o=$(once "$old"); n=$(once "$new"); fi
   r=$(python3 -c 'import sys; print(f"{float(sys.argv[2]) / float(sys.argv[1]):.4f}")' "$o" "$n")
-  printf 'round %d: old %.2f us, new %.2f us, new / old %s\n' "$i" "$o" "$n" "$r"
+  printf 'round %d: old %.2f, new %.2f (%s), new / old %s\n' "$i" "$o" "$n" "$field" "$r"
   ratios+=("$r")
 done
 python3 -c 'import statistics, sys
