@@ -87,6 +87,97 @@ TEST(Stream, APeerTooSmallForASegmentIsRefused) {
   }
 }
 
+// Large in-order arrivals stay in their segment buffers until recv() copies them out (one copy
+// fewer than through the receive buffer). Over UD and RC, 2 MiB read in pieces of 1 to 9000
+// bytes, which end inside kept arrivals and cross into the receive buffer and back: every byte
+// in order, and most arrivals were read in place.
+class StreamKept : public ::testing::TestWithParam<core::Transport> {};
+
+TEST_P(StreamKept, LargeArrivalsAreReadFromTheirBuffersInOrder) {
+  UNET_REQUIRE_DEVICE();
+  const core::EndpointConfig net =
+      GetParam() == core::Transport::kRc ? test::rc_config() : test::ud_config();
+  Pair p(stream_config(), net);
+  auto [ca, cb] = p.connect();
+  constexpr std::uint64_t kBytes = 2u << 20;
+  std::vector<std::byte> out(64 * 1024), in(9000);
+  std::uint64_t sent = 0, got = 0, bad = 0, reads = 0;
+  ASSERT_TRUE(p.pump(
+      [&] {
+        while (sent < kBytes) {
+          const std::size_t n = std::min<std::uint64_t>(out.size(), kBytes - sent);
+          for (std::size_t i = 0; i < n; ++i) out[i] = test::byte_at(sent + i, 5);
+          std::size_t took = 0;
+          if (p.a->send(ca, std::span(out).first(n), took) != Status::kOk || took == 0) break;
+          sent += took;
+        }
+        std::size_t n = 0;
+        const std::size_t want = 1 + (reads * 7919) % in.size();  // 1..9000, varied
+        if (p.b->recv(cb, std::span(in).first(want), n) == Status::kOk) {
+          ++reads;
+          for (std::size_t i = 0; i < n; ++i) bad += in[i] != test::byte_at(got + i, 5);
+          got += n;
+        }
+        return got >= kBytes;
+      },
+      60s))
+      << "received " << got << " of " << kBytes;
+  EXPECT_EQ(got, kBytes);
+  EXPECT_EQ(bad, 0u);
+  const StreamStats s = *p.b->stats(cb);
+  EXPECT_EQ(s.bytes_received, kBytes);
+  EXPECT_GT(s.kept_segments, s.segments_received / 4)
+      << "of " << s.segments_received << " arrivals";
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, StreamKept,
+                         ::testing::Values(core::Transport::kRc, core::Transport::kUd),
+                         [](const auto& info) {
+                           return info.param == core::Transport::kRc ? "RC" : "UD";
+                         });
+
+// A connection keeps at most 16 arrivals, and the endpoint a quarter of its free queue (16 of
+// 64 here); what arrives past them is copied in behind them and read after them, in order; an
+// aborted connection gives its unread ones back, so the next connection may keep again.
+TEST(Stream, KeptArrivalsAreBoundedReadInOrderAndGivenBackWithTheirConnection) {
+  UNET_REQUIRE_DEVICE();
+  core::EndpointConfig net = test::ud_config();
+  net.free_queue_depth = 64;
+  Pair p(stream_config(), net);
+  for (std::uint32_t round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    auto [ca, cb] = p.connect(static_cast<std::uint16_t>(80 + round));
+    // b reads nothing yet: a fills b's window (32 segments: half the free queue), then waits.
+    std::vector<std::byte> out(64 * 1024), in(1000);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = test::byte_at(i, round);
+    std::size_t took = 0;
+    ASSERT_EQ(p.a->send(ca, out, took), Status::kOk);
+    ASSERT_TRUE(p.pump([&] { return p.b->stats(cb)->bytes_received >= 24 * 1024; }, 30s));
+    const StreamStats s = *p.b->stats(cb);
+    EXPECT_EQ(s.kept_segments, 16u) << "of " << s.segments_received << " arrivals";
+    std::uint64_t got = 0, bad = 0;
+    while (got < 20000) {  // past the 16 kept ones, into what was copied in
+      std::size_t n = 0;
+      ASSERT_EQ(p.b->recv(cb, in, n), Status::kOk) << "at " << got;
+      for (std::size_t i = 0; i < n; ++i) bad += in[i] != test::byte_at(got + i, round);
+      got += n;
+    }
+    EXPECT_EQ(bad, 0u);
+    // Read past them, the next arrivals are kept again; b aborts with those unread.
+    std::size_t more = 0;
+    ASSERT_TRUE(p.pump(
+        [&] {
+          if (more == 0)
+            EXPECT_NE(p.a->send(ca, std::span(out).first(32 * 1024), more), Status::kInvalidState);
+          return p.b->stats(cb)->kept_segments > 16;
+        },
+        30s));
+    EXPECT_EQ(p.b->abort(cb), Status::kOk);
+    EXPECT_EQ(p.a->abort(ca), Status::kOk);
+    ASSERT_TRUE(p.pump([] { return true; }));
+  }
+}
+
 TEST(Stream, HandshakeBytesBothWaysAndOrderlyClose) {
   UNET_REQUIRE_DEVICE();
   Pair p;

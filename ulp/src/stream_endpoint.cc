@@ -35,6 +35,7 @@ StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConf
   // Never advertise more than half the posted receive buffers can hold: UD drops what finds none
   // (RC would hold the sender back with RNR waits).
   window_cap_ = std::max<std::uint32_t>(1, net.free_queue_depth / 2) * mss_;
+  kept_budget_ = net.free_queue_depth / 4;
   conns_.reserve(config.max_connections);
   for (std::uint32_t i = 0; i < config.max_connections; ++i) {
     conns_.push_back(std::make_unique<Conn>(config.send_buffer, config.recv_buffer, mss_, config));
@@ -107,6 +108,7 @@ StreamEndpoint::Conn* StreamEndpoint::new_conn(ChannelId peer, std::uint16_t loc
 
 void StreamEndpoint::free_conn(Conn& c) noexcept {
   drop_fd(c.id);  // the id is invalid from here on (or the application never had it)
+  while (c.kept_count > 0) drop_kept(c);  // unread: nobody will read it now
   retire_zero_copy(c);
   if (c.zc_count > 0) return;  // the device still reads a zero-copy send: poll() frees it later
   c.used = false;
@@ -201,6 +203,14 @@ Status StreamEndpoint::send(ConnId id, std::span<const std::byte> data,
   return Status::kOk;
 }
 
+// The oldest kept arrival is read (or unwanted): its buffer goes back to the free queue.
+void StreamEndpoint::drop_kept(Conn& c) noexcept {
+  (void)net_->release(c.kept_front().buffer);
+  c.kept_first = (c.kept_first + 1) % Conn::kMaxKept;
+  --c.kept_count;
+  --kept_total_;
+}
+
 Status StreamEndpoint::recv(ConnId id, std::span<std::byte> out, std::size_t& got) noexcept {
   got = 0;
   Conn* c = get(id);
@@ -211,12 +221,28 @@ Status StreamEndpoint::recv(ConnId id, std::span<std::byte> out, std::size_t& go
     return c->peer_fin ? Status::kClosed : Status::kNoResource;
   }
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(avail, out.size()));
-  const std::uint32_t at = (c->rcv_read - (c->irs + 1)) & c->rmask;
-  const std::uint32_t first = std::min(n, c->rmask + 1 - at);
-  copy_bytes(out.data(), c->rbuf.get() + at, first);
-  if (n > first) copy_bytes(out.data() + first, c->rbuf.get(), n - first);
   const std::uint32_t before = receive_window(*c);
-  c->rcv_read += n;
+  // In order of sequence: kept arrivals from their buffers, the rest from the receive buffer.
+  for (std::uint32_t done = 0; done < n;) {
+    std::uint32_t m = n - done;
+    if (c->kept_count > 0 && c->kept_front().seq == c->rcv_read) {
+      Conn::Kept& k = c->kept_front();
+      m = std::min(m, k.len);
+      copy_bytes(out.data() + done, k.at, m);
+      k.at += m;
+      k.seq += m;
+      k.len -= m;
+      if (k.len == 0) drop_kept(*c);
+    } else {
+      if (c->kept_count > 0) m = std::min(m, c->kept_front().seq - c->rcv_read);
+      const std::uint32_t at = (c->rcv_read - (c->irs + 1)) & c->rmask;
+      const std::uint32_t first = std::min(m, c->rmask + 1 - at);
+      copy_bytes(out.data() + done, c->rbuf.get() + at, first);
+      if (m > first) copy_bytes(out.data() + done + first, c->rbuf.get(), m - first);
+    }
+    c->rcv_read += m;
+    done += m;
+  }
   got = n;
   // Reading opened the window from (nearly) shut: tell the peer now, or it waits for a probe.
   if (before < mss_ && receive_window(*c) >= mss_) c->ack_pending = true;

@@ -89,6 +89,20 @@ struct StreamEndpoint::Conn {
   std::uint32_t ack_owed = 0;  // in-order segments not acknowledged yet (delayed acks)
   Time ack_due{};              // when the first of them must be acknowledged
 
+  // In-order arrivals recv() reads in their segment buffers (one copy fewer than through the
+  // receive buffer): [seq, seq + len) at `at`, oldest first, inside [rcv_read, rcv_nxt). The
+  // rest of that range is in the receive buffer, at its place.
+  struct Kept {
+    core::BufferId buffer = core::kNoBuffer;
+    const std::byte* at = nullptr;
+    std::uint32_t seq = 0, len = 0;
+  };
+  static constexpr std::uint32_t kMaxKept = 16;
+  static constexpr std::uint32_t kKeepFrom = 512;  // smaller payloads are copied: cheaper
+  std::array<Kept, kMaxKept> kept{};
+  std::uint32_t kept_first = 0, kept_count = 0;
+  Kept& kept_front() noexcept { return kept[kept_first]; }
+
   // Zero-copy sends, oldest first.
   static constexpr std::uint32_t kMaxZeroCopy = StreamEndpoint::kMaxZeroCopySends;
   std::array<PinnedSend, kMaxZeroCopy> zc{};

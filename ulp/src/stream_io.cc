@@ -78,6 +78,9 @@ void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
   const std::span<const std::byte> bytes =
       d.is_inline() ? d.inline_payload()
                     : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
+  // A segment buffer may be kept (take()); a ring slot read in place is not: its ring needs it.
+  const bool keepable = !d.is_inline() && d.buffer < net_->config().buffers;
+  arriving_ = keepable ? d.buffer : core::kNoBuffer;
   SegmentHeader h;
   if (decode(bytes, h) != Status::kOk) {
     ++stats_.malformed;
@@ -92,7 +95,8 @@ void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
     ++stats_.stray;
     if (!h.has(kRst)) (void)send_reset(d.channel, h, bytes.size() - kSegmentHeaderBytes);
   }
-  if (!d.is_inline()) (void)net_->release(d.buffer);
+  if (!d.is_inline() && !(keepable && arriving_ == core::kNoBuffer)) (void)net_->release(d.buffer);
+  arriving_ = core::kNoBuffer;
 }
 
 // A SYN for no connection: a listener on its port takes it into a new connection (SYN_RECEIVED).
@@ -117,10 +121,20 @@ void StreamEndpoint::on_syn(ChannelId peer, const SegmentHeader& h) noexcept {
   step(*c, StreamEvent::kRecvSyn);
 }
 
-// In-order data at rcv_nxt, within the receive buffer: into it.
+// In-order data at rcv_nxt, within the receive buffer: kept in its arrival's buffer for recv()
+// when it is large enough and the connection and endpoint may keep one more, else copied in.
 UNET_ALWAYS_INLINE void StreamEndpoint::take(Conn& c, std::span<const std::byte> payload) noexcept {
   const auto n = static_cast<std::uint32_t>(payload.size());
-  put(c, c.rcv_nxt, payload);
+  if (n >= Conn::kKeepFrom && arriving_ != core::kNoBuffer && c.kept_count < Conn::kMaxKept &&
+      kept_total_ < kept_budget_) {
+    c.kept[(c.kept_first + c.kept_count++) % Conn::kMaxKept] = {arriving_, payload.data(),
+                                                                c.rcv_nxt, n};
+    arriving_ = core::kNoBuffer;
+    ++kept_total_;
+    ++c.stats.kept_segments;
+  } else {
+    put(c, c.rcv_nxt, payload);
+  }
   c.rcv_nxt += n;
   c.stats.bytes_received += n;
 }

@@ -11,7 +11,9 @@
 //
 // listen(port) / accept(), connect(peer, port) with a three-way handshake (simultaneous open
 // works); send() copies into the connection's send buffer and returns how much it took; recv()
-// copies out of its receive buffer; shutdown() sends FIN once the data is out; close() also gives
+// copies out of its receive buffer, or out of the arrivals' own segment buffers: a connection
+// keeps up to 16 large in-order arrivals there (the endpoint a quarter of its free queue) rather
+// than copying them in first; shutdown() sends FIN once the data is out; close() also gives
 // the connection back; abort() resets it. Segments carry byte sequence numbers and cumulative
 // acks (segment_header.h); losses are repaired by retransmission with an RFC 6298 timeout
 // (core/rtt_estimator.h) and by fast retransmit; NewReno congestion control (congestion.h) and the
@@ -113,6 +115,8 @@ struct StreamStats {
   std::uint64_t window_drops = 0;  // segments beyond our receive window, dropped
   std::uint64_t zero_copy_segments =
       0;  // segments gathered from application memory (send_zero_copy)
+  // Arrivals recv() read in their segment buffers, not copied into the receive buffer first.
+  std::uint64_t kept_segments = 0;
   std::chrono::nanoseconds srtt{0};
   std::chrono::nanoseconds rto{0};
   std::uint32_t cwnd = 0;
@@ -292,6 +296,7 @@ class StreamEndpoint {
   inline void timers(Conn& c, Time now, bool recheck) noexcept;
   void fail(Conn& c, Status error) noexcept;
   void free_conn(Conn& c) noexcept;
+  void drop_kept(Conn& c) noexcept;
   // Inline, in stream_impl.h: on every arrival, send() and recv().
   inline Conn* find(ChannelId peer, std::uint16_t local, std::uint16_t remote) noexcept;
   inline Conn* get(ConnId c) noexcept;
@@ -318,6 +323,11 @@ class StreamEndpoint {
   std::uint32_t window_cap_ = 0;  // what the free queue can absorb at once
   core::PollClock clock_;         // poll()'s reading inside poll(): its arrivals, timers and sends
   Time next_service_{};           // when poll() next runs core's service_channels()
+  // The arrival being handled, until a connection keeps its buffer (take()); released after.
+  core::BufferId arriving_ = core::kNoBuffer;
+  // Arrival buffers connections keep for recv(), and how many they may: a quarter of the free
+  // queue, so the posted buffers still hold the largest window we advertise.
+  std::uint32_t kept_total_ = 0, kept_budget_ = 0;
   // net_->channel_changes() when poll() last asked each connection's channel for its status;
   // kLookAgain after a connection is made, so the next poll asks.
   static constexpr std::uint64_t kLookAgain = ~std::uint64_t{0};
