@@ -4,10 +4,26 @@
 #include <string>
 
 #include "stream_impl.h"
+#include "unet/core/always_inline.h"
 #include "unet/core/wait_until.h"
 #include "unet/verbs/deadline.h"
 
 namespace unet::ulp {
+
+namespace {
+
+// Copies `n` bytes at rcv_read out of the receive buffer (in two pieces at the wrap) and moves
+// rcv_read past them.
+template <class Conn>
+UNET_ALWAYS_INLINE void copy_received(Conn& c, std::byte* to, std::uint32_t n) noexcept {
+  const std::uint32_t at = (c.rcv_read - (c.irs + 1)) & c.rmask;
+  const std::uint32_t first = std::min(n, c.rmask + 1 - at);
+  copy_bytes(to, c.rbuf.get() + at, first);
+  if (n > first) copy_bytes(to + first, c.rbuf.get(), n - first);
+  c.rcv_read += n;
+}
+
+}  // namespace
 
 StreamEndpoint::StreamEndpoint(const core::EndpointConfig& net, const StreamConfig& config)
     : config_(config), zero_copy_done_(std::size_t{config.max_connections} * kMaxZeroCopySends) {
@@ -222,26 +238,27 @@ Status StreamEndpoint::recv(ConnId id, std::span<std::byte> out, std::size_t& go
   }
   const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(avail, out.size()));
   const std::uint32_t before = receive_window(*c);
-  // In order of sequence: kept arrivals from their buffers, the rest from the receive buffer.
-  for (std::uint32_t done = 0; done < n;) {
-    std::uint32_t m = n - done;
-    if (c->kept_count > 0 && c->kept_front().seq == c->rcv_read) {
-      Conn::Kept& k = c->kept_front();
-      m = std::min(m, k.len);
-      copy_bytes(out.data() + done, k.at, m);
-      k.at += m;
-      k.seq += m;
-      k.len -= m;
-      if (k.len == 0) drop_kept(*c);
-    } else {
-      if (c->kept_count > 0) m = std::min(m, c->kept_front().seq - c->rcv_read);
-      const std::uint32_t at = (c->rcv_read - (c->irs + 1)) & c->rmask;
-      const std::uint32_t first = std::min(m, c->rmask + 1 - at);
-      copy_bytes(out.data() + done, c->rbuf.get() + at, first);
-      if (m > first) copy_bytes(out.data() + done + first, c->rbuf.get(), m - first);
+  if (c->kept_count == 0) {  // all of it in the receive buffer: the usual case of small reads
+    copy_received(*c, out.data(), n);
+  } else {  // in order of sequence: kept arrivals from their buffers, the rest from the ring
+    for (std::uint32_t done = 0; done < n;) {
+      std::uint32_t m = n - done;
+      if (c->kept_count == 0) {
+        copy_received(*c, out.data() + done, m);
+      } else if (Conn::Kept& k = c->kept_front(); k.seq == c->rcv_read) {
+        m = std::min(m, k.len);
+        copy_bytes(out.data() + done, k.at, m);
+        k.at += m;
+        k.seq += m;
+        k.len -= m;
+        c->rcv_read += m;
+        if (k.len == 0) drop_kept(*c);
+      } else {
+        m = std::min(m, k.seq - c->rcv_read);
+        copy_received(*c, out.data() + done, m);
+      }
+      done += m;
     }
-    c->rcv_read += m;
-    done += m;
   }
   got = n;
   // Reading opened the window from (nearly) shut: tell the peer now, or it waits for a probe.
