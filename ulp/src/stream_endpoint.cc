@@ -240,7 +240,7 @@ Status StreamEndpoint::recv(ConnId id, std::span<std::byte> out, std::size_t& go
   const std::uint32_t before = receive_window(*c);
   if (c->kept_count == 0) {  // all of it in the receive buffer: the usual case of small reads
     copy_received(*c, out.data(), n);
-  } else {  // in order of sequence: kept arrivals from their buffers, the rest from the ring
+  } else {  // in sequence order: kept arrivals from their buffers, the rest from rbuf
     for (std::uint32_t done = 0; done < n;) {
       std::uint32_t m = n - done;
       if (c->kept_count == 0) {
