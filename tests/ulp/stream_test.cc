@@ -132,8 +132,8 @@ TEST_P(StreamKept, LargeArrivalsAreReadFromTheirBuffersInOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, StreamKept,
                          ::testing::Values(core::Transport::kRc, core::Transport::kUd),
-                         [](const auto& info) {
-                           return info.param == core::Transport::kRc ? "RC" : "UD";
+                         [](const auto& p) {
+                           return p.param == core::Transport::kRc ? "RC" : "UD";
                          });
 
 // A connection keeps at most 16 arrivals, and the endpoint a quarter of its free queue (16 of
@@ -167,8 +167,9 @@ TEST(Stream, KeptArrivalsAreBoundedReadInOrderAndGivenBackWithTheirConnection) {
     std::size_t more = 0;
     ASSERT_TRUE(p.pump(
         [&] {
-          if (more == 0)
+          if (more == 0) {
             EXPECT_NE(p.a->send(ca, std::span(out).first(32 * 1024), more), Status::kInvalidState);
+          }
           return p.b->stats(cb)->kept_segments > 16;
         },
         30s));
