@@ -147,7 +147,7 @@ TEST(Stream, KeptArrivalsAreBoundedReadInOrderAndGivenBackWithTheirConnection) {
   for (std::uint32_t round = 0; round < 2; ++round) {
     SCOPED_TRACE(round);
     auto [ca, cb] = p.connect(static_cast<std::uint16_t>(80 + round));
-    // b reads nothing yet: a fills b's window (32 segments: half the free queue), then waits.
+    // b reads nothing yet: a's 64 KiB come as far as b's window lets them.
     std::vector<std::byte> out(64 * 1024), in(1000);
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = test::byte_at(i, round);
     std::size_t took = 0;
