@@ -100,30 +100,25 @@ TEST_P(StreamKept, LargeArrivalsAreReadFromTheirBuffersInOrder) {
   Pair p(stream_config(), net);
   auto [ca, cb] = p.connect();
   constexpr std::uint64_t kBytes = 2u << 20;
-  std::vector<std::byte> out(64 * 1024), in(9000);
-  std::uint64_t sent = 0, got = 0, bad = 0, reads = 0;
+  test::Flow f{*p.a, ca, *p.b, cb, kBytes, 5};
+  std::vector<std::byte> in(9000);
+  std::uint64_t reads = 0;
   ASSERT_TRUE(p.pump(
       [&] {
-        while (sent < kBytes) {
-          const std::size_t n = std::min<std::uint64_t>(out.size(), kBytes - sent);
-          for (std::size_t i = 0; i < n; ++i) out[i] = test::byte_at(sent + i, 5);
-          std::size_t took = 0;
-          if (p.a->send(ca, std::span(out).first(n), took) != Status::kOk || took == 0) break;
-          sent += took;
-        }
+        if (!f.push()) return true;
         std::size_t n = 0;
         const std::size_t want = 1 + (reads * 7919) % in.size();  // 1..9000, varied
         if (p.b->recv(cb, std::span(in).first(want), n) == Status::kOk) {
           ++reads;
-          for (std::size_t i = 0; i < n; ++i) bad += in[i] != test::byte_at(got + i, 5);
-          got += n;
+          for (std::size_t i = 0; i < n; ++i) f.bad += in[i] != test::byte_at(f.got + i, 5);
+          f.got += n;
         }
-        return got >= kBytes;
+        return f.got >= kBytes;
       },
       60s))
-      << "received " << got << " of " << kBytes;
-  EXPECT_EQ(got, kBytes);
-  EXPECT_EQ(bad, 0u);
+      << "received " << f.got << " of " << kBytes;
+  EXPECT_EQ(f.got, kBytes);
+  EXPECT_EQ(f.bad, 0u);
   const StreamStats s = *p.b->stats(cb);
   EXPECT_EQ(s.bytes_received, kBytes);
   EXPECT_GT(s.kept_segments, s.segments_received / 4)

@@ -79,8 +79,8 @@ void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
       d.is_inline() ? d.inline_payload()
                     : std::span<const std::byte>(net_->buffer(d.buffer).first(d.length));
   // A segment buffer may be kept (take()); a ring slot read in place is not: its ring needs it.
-  const bool buffer = !d.is_inline();
-  if (buffer && d.buffer < net_->config().buffers) arriving_ = d.buffer;
+  const bool keepable = !d.is_inline() && d.buffer < net_->config().buffers;
+  if (keepable) arriving_ = d.buffer;
   SegmentHeader h;
   if (decode(bytes, h) != Status::kOk) {
     ++stats_.malformed;
@@ -95,10 +95,9 @@ void StreamEndpoint::arrival(const core::Descriptor& d) noexcept {
     ++stats_.stray;
     if (!h.has(kRst)) (void)send_reset(d.channel, h, bytes.size() - kSegmentHeaderBytes);
   }
-  if (buffer) {  // given back unless a connection kept it
-    if (arriving_ == d.buffer || d.buffer >= net_->config().buffers) (void)net_->release(d.buffer);
-    arriving_ = core::kNoBuffer;
-  }
+  // Given back unless a connection kept it (take() cleared arriving_).
+  if (keepable ? arriving_ != core::kNoBuffer : !d.is_inline()) (void)net_->release(d.buffer);
+  arriving_ = core::kNoBuffer;
 }
 
 // A SYN for no connection: a listener on its port takes it into a new connection (SYN_RECEIVED).
