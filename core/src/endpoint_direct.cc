@@ -56,6 +56,9 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
     if (len > max_rdma_ || offset > token->length || len > token->length - offset)
       return Status::kInvalidArgument;
   }
+  // Every operation's completion must find room in the completion queue: operations in flight
+  // and completions not yet read together stay within max_operations.
+  if (completions_.size() >= v_->free_ops->size()) return Status::kNoResource;
   std::uint32_t slot = 0;
   if (!v_->free_ops->pop_into(slot)) return Status::kNoResource;
   Descriptor* d = send_queue_.reserve();

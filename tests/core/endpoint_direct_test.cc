@@ -198,6 +198,49 @@ TEST_F(DirectSmallCache, CacheEvictsToStayUnderItsBound) {
   EXPECT_EQ(a_->poll(), 0);
 }
 
+// Completions not yet read count against max_operations as operations in flight do: an operation
+// whose completion could find no room is refused (and changes nothing), so none is ever dropped,
+// however long the application leaves them unread.
+TEST(DirectFewOperations, UnreadCompletionsHoldBackNewOperationsAndNoneIsLost) {
+  UNET_REQUIRE_DEVICE();
+  constexpr std::uint32_t kOps = 4;
+  EndpointConfig ca = direct_config();
+  ca.max_operations = kOps;
+  Endpoint a(ca), b(direct_config());
+  auto [ab, ba] = test::connect_endpoints(a, b);
+  std::vector<std::uint8_t> window(64), src(64);
+  fill(src, 3);
+  RemoteToken token;
+  ASSERT_EQ(b.grant(window.data(), window.size(), kRemoteWrite, token), Status::kOk);
+  std::uint64_t started = 0, read = 0, room = kOps;
+  for (int round = 0; round < 40; ++round) {
+    std::uint64_t now = 0;
+    while (a.write(ab, src.data(), src.size(), token, 0, started) == Status::kOk) ++started, ++now;
+    ASSERT_EQ(now, room) << "round " << round;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (a.stats().ops_completed < started && std::chrono::steady_clock::now() < deadline) {
+      (void)a.poll();
+      (void)b.poll();
+    }
+    ASSERT_EQ(a.stats().ops_completed, started) << "round " << round;
+    // Nothing in flight, every slot held by a completion not yet read: still refused.
+    ASSERT_EQ(a.write(ab, src.data(), src.size(), token, 0, started), Status::kNoResource);
+    room = 1 + round % kOps;  // read some, in order
+    OpCompletion c;
+    for (std::uint64_t i = 0; i < room; ++i) {
+      ASSERT_EQ(a.completion(c), Status::kOk);
+      ASSERT_EQ(c.status, Status::kOk);
+      ASSERT_EQ(c.tag, read++);
+    }
+  }
+  OpCompletion c;
+  while (a.completion(c) == Status::kOk) ASSERT_EQ(c.tag, read++);
+  EXPECT_EQ(read, started);
+  EXPECT_EQ(a.stats().completion_drops, 0u);
+  EXPECT_TRUE(same(window.data(), src));
+  (void)ba;
+}
+
 TEST_F(Direct, RevokedTokenFailsWithRemoteAccessErrorAndMemoryIsUnchanged) {
   std::vector<std::uint8_t> window(8192), src(8192);
   fill(window, 0x33);

@@ -108,7 +108,7 @@ struct EndpointConfig {
   std::uint32_t max_rings = 64;
   // Direct-access mode:
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
-  std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight
+  std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight or unread
   std::uint32_t max_grants = 64;             // remote tokens outstanding
   // Quality of service, as perftest's -S and -T: the service level of every path and address
   // handle (0..15; IB picks the virtual lane from it) and the traffic class of their GRH (RoCE:
@@ -334,6 +334,8 @@ class Endpoint {
   // RDMA WRITE of [local, local+len) — any memory, registered through the cache — to `offset` in
   // the peer's window `token`. Completes on completion() with `tag`. Up to inline_post_limit()
   // bytes (here and in send_from without a head) are copied when posted instead, unregistered.
+  // kNoResource (write, read, send_from): max_operations operations are in flight or completed
+  // and not yet read with completion(); poll(), read completions, and try again.
   Status write(ChannelId ch, const void* local, std::size_t len, const RemoteToken& token,
                std::uint64_t offset, std::uint64_t tag) noexcept;
   // RDMA READ from `offset` in the peer's window into [local, local+len).
