@@ -17,12 +17,18 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 field=${UNET_AB_FIELD:-t_typical}
+# Server and client on CPUs of their own, as bench/compare pins them: two spinning processes on one
+# vCPU make a round many times slower.
+pin_server=() pin_client=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  pin_server=(taskset -c 0) pin_client=(taskset -c 1)
+fi
 
 once() {  # once BIN: the client's $field of one run beside its own server
   local bin=$1 server
-  timeout 600 "$bin" -d "$dev" -p "$port" "${args[@]}" >"$scratch/server.log" 2>&1 &
+  timeout 600 "${pin_server[@]}" "$bin" -d "$dev" -p "$port" "${args[@]}" >"$scratch/server.log" 2>&1 &
   server=$!
-  if ! timeout 600 "$bin" -d "$dev" -p "$port" "${args[@]}" --json "$scratch/client.json" 127.0.0.1 \
+  if ! timeout 600 "${pin_client[@]}" "$bin" -d "$dev" -p "$port" "${args[@]}" --json "$scratch/client.json" 127.0.0.1 \
     >"$scratch/client.log" 2>&1; then
     echo "ab: $bin failed:" >&2
     tail -n 5 "$scratch/client.log" "$scratch/server.log" >&2
