@@ -108,7 +108,7 @@ struct EndpointConfig {
   std::uint32_t max_rings = 64;
   // Direct-access mode:
   std::size_t max_pinned_bytes = 64u << 20;  // bound of the registration cache
-  std::uint32_t max_operations = 256;        // one-sided ops and zero-copy sends in flight or unread
+  std::uint32_t max_operations = 256;        // ops and zero-copy sends in flight or unread
   std::uint32_t max_grants = 64;             // remote tokens outstanding
   // Quality of service, as perftest's -S and -T: the service level of every path and address
   // handle (0..15; IB picks the virtual lane from it) and the traffic class of their GRH (RoCE:
