@@ -13,6 +13,10 @@
 //                      in turn
 //   cache_hit_last     the same on the entry acquired last (one buffer again and again)
 //   clock_read         a timer's clock read: the cycle counter, converted to nanoseconds
+//   copy_bytes         core::copy_bytes of 4 KiB and 64 KiB (memcpy above 128 bytes): the
+//                      stream's copies, in bytes per second (time only)
+//   copy_rep_movsb     the same bytes by `rep movsb`, which glibc's memcpy uses above a
+//                      threshold (x86-64; time only): slow under QEMU's TCG (ulp/README.md)
 //
 //   core_micro [google benchmark flags]      time per operation
 //   core_micro --count N                     each operation N times, no output (for callgrind)
@@ -184,6 +188,30 @@ void BM_clock_read(benchmark::State& s) {
   const CycleClock& c = CycleClock::process();
   for (auto _ : s) benchmark::DoNotOptimize(clock_read(c));
 }
+void BM_copy_bytes(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  std::vector<std::byte> from(n, std::byte{1}), to(n);
+  for (auto _ : s) {
+    copy_bytes(to.data(), from.data(), n);
+    benchmark::ClobberMemory();
+  }
+  s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations() * n));
+}
+#if defined(__x86_64__)
+void BM_copy_rep_movsb(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  std::vector<std::byte> from(n, std::byte{1}), to(n);
+  for (auto _ : s) {
+    void* d = to.data();
+    const void* f = from.data();
+    std::size_t c = n;
+    asm volatile("rep movsb" : "+D"(d), "+S"(f), "+c"(c) : : "memory");
+  }
+  s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations() * n));
+}
+BENCHMARK(BM_copy_rep_movsb)->Arg(4096)->Arg(65536);
+#endif
+BENCHMARK(BM_copy_bytes)->Arg(4096)->Arg(65536);
 BENCHMARK(BM_ring_push_pop);
 BENCHMARK(BM_compose_inline);
 BENCHMARK(BM_compose_buffer);
