@@ -215,7 +215,10 @@ TEST(DirectFewOperations, UnreadCompletionsHoldBackNewOperationsAndNoneIsLost) {
   std::uint64_t started = 0, read = 0, room = kOps;
   for (int round = 0; round < 40; ++round) {
     std::uint64_t now = 0;
-    while (a.write(ab, src.data(), src.size(), token, 0, started) == Status::kOk) ++started, ++now;
+    Status s = Status::kOk;
+    while ((s = a.write(ab, src.data(), src.size(), token, 0, started)) == Status::kOk)
+      ++started, ++now;
+    ASSERT_EQ(s, Status::kNoResource) << "round " << round;
     ASSERT_EQ(now, room) << "round " << round;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (a.stats().ops_completed < started && std::chrono::steady_clock::now() < deadline) {
