@@ -57,10 +57,10 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
       return Status::kInvalidArgument;
   }
   // Every operation's completion must find room in the completion queue: operations in flight
-  // and completions not yet read together stay within max_operations.
+  // and completions not yet read together stay within max_operations. (So a slot is free below.)
   if (completions_.size() >= v_->free_ops->size()) return Status::kNoResource;
   std::uint32_t slot = 0;
-  if (!v_->free_ops->pop_into(slot)) return Status::kNoResource;
+  (void)v_->free_ops->pop_into(slot);
   Descriptor* d = send_queue_.reserve();
   Op& op = v_->ops[slot];
   // A small WRITE or headless send is posted inline (copied at post): no registration to look up.
