@@ -420,7 +420,12 @@ void StreamEndpoint::output(Conn& c) noexcept {
       const std::uint32_t wnd =
           std::min(c.cc.cwnd() + limited, std::max(c.snd_wnd, flight == 0 ? 1u : 0u));
       if (flight >= wnd) return;
-      const std::uint32_t len = std::min({c.mss, c.run(c.snd_nxt), wnd - flight});
+      const std::uint32_t usable = wnd - flight, ready = c.run(c.snd_nxt);
+      const std::uint32_t len = std::min({c.mss, ready, usable});
+      // Sender-side silly window avoidance (RFC 1122, 4.2.3.4): a segment the window, not the
+      // data, would cut short waits for the ack that is due (something is in flight) and goes
+      // whole, unless it is half the peer's window.
+      if (len < c.mss && len < ready && flight > 0 && 2 * len < c.snd_wnd) return;
       if (push_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
       const std::uint32_t end = c.snd_nxt + len;
       if (seq_lt(c.snd_max, end)) {
