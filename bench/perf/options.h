@@ -36,11 +36,12 @@ static_assert(kMaxAmPayload <= kMaxSize, "am sizes are a subset of perftest's");
 // dgram_lat: one datagram of up to ulp's 64 KiB (fragmented over UD, reassembled by the receiver).
 inline constexpr std::uint32_t kMaxDgram = ulp::kMaxDatagram;
 static_assert(kMaxDgram <= kMaxSize, "datagram sizes are a subset of perftest's");
-// stream_*: the connection's send and receive buffers (ulp::StreamConfig). stream_bw's client
-// relies on the send buffer being exactly this (ulp rounds up to a power of two) to tell when
-// bytes were acknowledged (stream_tests.cc).
-inline constexpr std::uint32_t kUlpStreamBuffer = 256 * 1024;
-static_assert((kUlpStreamBuffer & (kUlpStreamBuffer - 1)) == 0, "ulp would round it up");
+// stream_*: the connection's send and receive buffers, ulp::StreamConfig's defaults. stream_bw's
+// client relies on the send buffer being exactly this (ulp rounds up to a power of two) to tell
+// when bytes were acknowledged (stream_tests.cc).
+inline constexpr std::uint32_t kUlpStreamSendBuffer = 1024 * 1024;
+inline constexpr std::uint32_t kUlpStreamRecvBuffer = 256 * 1024;
+static_assert((kUlpStreamSendBuffer & (kUlpStreamSendBuffer - 1)) == 0, "ulp would round it up");
 
 // The flag values exactly as the user gave them; nullopt = the flag was left at its default.
 struct RawFlags {

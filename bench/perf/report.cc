@@ -88,8 +88,10 @@ std::string banner(const PerfConfig& c, const RunInfo& info) {
     b += "# user-level protocol over " + std::string(transport_name(c.transport)) + ": " +
          std::string(c.test == TestKind::kDgramLat
                          ? "datagrams up to 64 KiB, fragmented to the path MTU, never resent"
-                         : "one connection, send and receive buffers of " +
-                               std::to_string(kUlpStreamBuffer / 1024) + " KiB") +
+                         : "one connection, send buffer " +
+                               std::to_string(kUlpStreamSendBuffer / 1024) +
+                               " KiB, receive buffer " +
+                               std::to_string(kUlpStreamRecvBuffer / 1024) + " KiB") +
          "\n";
   b += "# " + std::to_string(c.warmup) + " warm-up iterations excluded; ";
   if (test_info(c.test).figure == Figure::kRoundTrip)
@@ -156,7 +158,10 @@ std::string report_json(const PerfConfig& c, const RunInfo& info,
     cfg["am_args"] = static_cast<std::uint32_t>(kAmArgs);
     cfg["am_max_payload"] = info.am_limit;
   }
-  if (c.is_ulp() && c.test != TestKind::kDgramLat) cfg["stream_buffer"] = kUlpStreamBuffer;
+  if (c.is_ulp() && c.test != TestKind::kDgramLat) {
+    cfg["stream_send_buffer"] = kUlpStreamSendBuffer;
+    cfg["stream_recv_buffer"] = kUlpStreamRecvBuffer;
+  }
   cfg["ticks_per_usec"] = info.ticks_per_us;
 
   Json rows = Json::array(), skipped = Json::array();

@@ -8,8 +8,8 @@
 // `-n` messages of `-s` bytes (default 64 KiB), the server reads them, message by message, and
 // counts. A message is posted when send() took its last byte; it is complete when the client
 // knows that the server acknowledged it — end to end, as ep_bw: the send buffer holds only bytes
-// not yet acknowledged (at most kUlpStreamBuffer), so once send() has taken the byte at offset
-// end + kUlpStreamBuffer the message ending at `end` was acknowledged; the messages left at the
+// not yet acknowledged (at most kUlpStreamSendBuffer), so once send() has taken the byte at offset
+// end + kUlpStreamSendBuffer the message ending at `end` was acknowledged; the messages left at the
 // end complete when the client's FIN (sent after all data) is acknowledged. With --mode direct the
 // client sends zero-copy instead (send_zero_copy from 16 message slots of its own memory, the
 // endpoint direct-access) and a message is complete when its completion reports it acknowledged.
@@ -166,15 +166,16 @@ void stream_bw_copied(StreamRound& r, std::vector<std::uint64_t>& posted,
   std::vector<std::byte> out(r.size);
   std::uint64_t taken = 0;  // bytes send() took so far
   std::uint64_t acked = 0;  // messages known to be acknowledged
-  // Everything below taken - kUlpStreamBuffer has left the send buffer: acknowledged.
+  // Everything below taken - kUlpStreamSendBuffer has left the send buffer: acknowledged.
   auto complete_up_to = [&](std::uint64_t messages, std::uint64_t when) {
     for (; acked < messages; ++acked)
       if (acked >= warmup) completed[acked - warmup] = when;
   };
   auto took = [&](std::size_t n) {
     taken += n;
-    if (taken > kUlpStreamBuffer)
-      complete_up_to(std::min(total, (taken - kUlpStreamBuffer) / r.size), core::CycleClock::now());
+    if (taken > kUlpStreamSendBuffer)
+      complete_up_to(std::min(total, (taken - kUlpStreamSendBuffer) / r.size),
+                     core::CycleClock::now());
   };
   for (std::uint64_t k = 0; k < total; ++k) {
     fill_message(out, k, total, false);
@@ -268,8 +269,8 @@ SizeResult stream_bw(StreamRound& r) {
 
 ulp::StreamConfig stream_config(const PerfConfig& c) {
   ulp::StreamConfig s;
-  s.send_buffer = kUlpStreamBuffer;
-  s.recv_buffer = kUlpStreamBuffer;
+  s.send_buffer = kUlpStreamSendBuffer;
+  s.recv_buffer = kUlpStreamRecvBuffer;
   s.max_connections = 2;
   s.max_listeners = 1;
   s.connect_timeout = c.timeout;

@@ -33,7 +33,9 @@
 //
 // A segment past a gap is kept at its place in the receive buffer (up to 16 separate ranges) and
 // answered with an immediate duplicate ack; filling the gap acknowledges all of it at once.
-// Limited transmit (RFC 3042) lets a small window still collect three duplicate acks.
+// Limited transmit (RFC 3042) lets a small window still collect three duplicate acks. A segment
+// the window would cut short waits for the next ack while data is in flight (RFC 1122's silly
+// window avoidance); one the data cuts short goes at once, as with TCP_NODELAY.
 // Progress: poll(), or wait(conn, timeout), or an epoll loop on the endpoint's fd() or on each
 // connection's conn_fd() and listener's listener_fd() (see there). One thread, as
 // core::Endpoint. Set-up throws; the data path returns Status and never allocates (connection
@@ -69,8 +71,11 @@ inline constexpr ConnId kNoConn = UINT32_MAX;
 // The stream layer's own settings, the application's to choose (the network's are
 // core::EndpointConfig, UD or RC).
 struct StreamConfig {
-  std::uint32_t send_buffer = 256 * 1024;  // bytes per connection (a power of two is used)
-  std::uint32_t recv_buffer = 256 * 1024;  // bytes per connection: the most we advertise
+  // Bytes per connection (a power of two is used). The send buffer holds what the peer has not
+  // acknowledged, so it should exceed the peer's recv_buffer: then, with a full window in flight,
+  // whole segments still wait to go when an ack opens it (ulp/README.md, "Send buffer").
+  std::uint32_t send_buffer = 1024 * 1024;
+  std::uint32_t recv_buffer = 256 * 1024;  // the most we advertise
   std::uint32_t max_connections = 16;
   std::uint32_t max_listeners = 8;
   std::uint32_t accept_backlog = 8;  // established connections waiting for accept()
