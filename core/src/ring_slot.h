@@ -51,8 +51,8 @@ struct Head {
 // The same from the writer's running counts: `seq` and `credit` are taken mod 2^16 here, and
 // `length` is at most kMaxLength.
 [[gnu::always_inline]] constexpr std::uint64_t head_word(std::uint32_t seq, std::uint32_t length,
-                                                        bool imm, std::uint16_t fallbacks,
-                                                        std::uint32_t credit) noexcept {
+                                                         bool imm, std::uint16_t fallbacks,
+                                                         std::uint32_t credit) noexcept {
   return (seq & 0xffffu) | std::uint64_t{length | (imm ? 0x8000u : 0u)} << 16 |
          std::uint64_t{fallbacks} << 32 | std::uint64_t{credit} << 48;
 }
