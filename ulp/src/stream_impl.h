@@ -49,7 +49,7 @@ struct StreamEndpoint::Conn {
       : mss(segment),
         smask(std::bit_ceil(send_bytes) - 1),
         rmask(std::bit_ceil(recv_bytes) - 1),
-        // Not zeroed: only bytes written are read, and untouched pages cost no memory.
+        // Not zeroed: only bytes written are ever read, and zeroing would touch every page.
         sbuf(std::make_unique_for_overwrite<std::byte[]>(smask + 1)),
         rbuf(std::make_unique_for_overwrite<std::byte[]>(rmask + 1)),
         rtt(cfg.rtt),
