@@ -423,9 +423,12 @@ void StreamEndpoint::output(Conn& c) noexcept {
       const std::uint32_t usable = wnd - flight, ready = c.run(c.snd_nxt);
       const std::uint32_t len = std::min({c.mss, ready, usable});
       // Sender-side silly window avoidance (RFC 1122, 4.2.3.4): a segment the window, not the
-      // data, would cut short waits for the ack that is due (something is in flight) and goes
-      // whole, unless it is half the peer's window.
-      if (len < c.mss && len < ready && flight > 0 && 2 * len < c.snd_wnd) return;
+      // data, would cut short waits for the ack that is due and goes whole, unless it is half
+      // the peer's window. Only while ack_every segments are in flight: fewer, and the peer's
+      // delayed ack (taken to be configured as ours) would hold the window shut for ack_delay.
+      if (len < c.mss && len < ready && 2 * len < c.snd_wnd &&
+          flight >= std::uint64_t{config_.ack_every} * c.mss)
+        return;
       if (push_segment(c, kAck, c.snd_nxt, len) != Status::kOk) return;
       const std::uint32_t end = c.snd_nxt + len;
       if (seq_lt(c.snd_max, end)) {

@@ -34,8 +34,8 @@
 // A segment past a gap is kept at its place in the receive buffer (up to 16 separate ranges) and
 // answered with an immediate duplicate ack; filling the gap acknowledges all of it at once.
 // Limited transmit (RFC 3042) lets a small window still collect three duplicate acks. A segment
-// the window would cut short waits for the next ack while data is in flight (RFC 1122's silly
-// window avoidance); one the data cuts short goes at once, as with TCP_NODELAY.
+// the window would cut short waits for the next ack while ack_every segments are in flight
+// (RFC 1122's silly window avoidance); one the data cuts short goes at once, as with TCP_NODELAY.
 // Progress: poll(), or wait(conn, timeout), or an epoll loop on the endpoint's fd() or on each
 // connection's conn_fd() and listener's listener_fd() (see there). One thread, as
 // core::Endpoint. Set-up throws; the data path returns Status and never allocates (connection
