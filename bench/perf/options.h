@@ -17,6 +17,7 @@
 #include "unet/uam/credit_window.h"
 #include "unet/uam/wire_header.h"
 #include "unet/ulp/datagram_header.h"
+#include "unet/ulp/stream_endpoint.h"
 
 namespace unet::perf {
 
@@ -39,8 +40,8 @@ static_assert(kMaxDgram <= kMaxSize, "datagram sizes are a subset of perftest's"
 // stream_*: the connection's send and receive buffers, ulp::StreamConfig's defaults. stream_bw's
 // client relies on the send buffer being exactly this (ulp rounds up to a power of two) to tell
 // when bytes were acknowledged (stream_tests.cc).
-inline constexpr std::uint32_t kUlpStreamSendBuffer = 1024 * 1024;
-inline constexpr std::uint32_t kUlpStreamRecvBuffer = 256 * 1024;
+inline constexpr std::uint32_t kUlpStreamSendBuffer = ulp::StreamConfig{}.send_buffer;
+inline constexpr std::uint32_t kUlpStreamRecvBuffer = ulp::StreamConfig{}.recv_buffer;
 static_assert((kUlpStreamSendBuffer & (kUlpStreamSendBuffer - 1)) == 0, "ulp would round it up");
 
 // The flag values exactly as the user gave them; nullopt = the flag was left at its default.
