@@ -13,8 +13,9 @@
 //                      in turn
 //   cache_hit_last     the same on the entry acquired last (one buffer again and again)
 //   clock_read         a timer's clock read: the cycle counter, converted to nanoseconds
-//   copy_bytes         core::copy_bytes of 4 KiB and 64 KiB (memcpy above 128 bytes): the
-//                      stream's copies, in bytes per second (time only)
+//   copy_bytes         core::copy_bytes of 4 KiB and 64 KiB (memcpy in pieces of up to 4 KiB
+//                      above 128 bytes): the stream's copies, in bytes per second (time only)
+//   copy_memcpy        the same bytes by one memcpy (time only)
 //   copy_rep_movsb     the same bytes by `rep movsb`, which glibc's memcpy uses above a
 //                      threshold (x86-64; time only): slow under QEMU's TCG (ulp/README.md)
 //
@@ -197,6 +198,16 @@ void BM_copy_bytes(benchmark::State& s) {
   }
   s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations() * n));
 }
+void BM_copy_memcpy(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  std::vector<std::byte> from(n, std::byte{1}), to(n);
+  for (auto _ : s) {
+    std::memcpy(to.data(), from.data(), n);
+    benchmark::ClobberMemory();
+  }
+  s.SetBytesProcessed(static_cast<std::int64_t>(s.iterations() * n));
+}
+BENCHMARK(BM_copy_memcpy)->Arg(4096)->Arg(65536);
 #if defined(__x86_64__)
 void BM_copy_rep_movsb(benchmark::State& s) {
   const auto n = static_cast<std::size_t>(s.range(0));

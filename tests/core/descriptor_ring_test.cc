@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "unet/core/buffer_table.h"
 #include "unet/core/descriptor.h"
@@ -31,6 +32,29 @@ TEST(Descriptor, CopySmallCopiesExactlyTheGivenBytes) {
       }
       copy_small(dst + kGuard + at, src + kGuard + at, n);
       for (std::size_t i = 0; i < sizeof dst; ++i) {
+        const bool inside = i >= kGuard + at && i < kGuard + at + n;
+        ASSERT_EQ(dst[i], inside ? src[i] : std::byte{0xee})
+            << "n " << n << " offset " << at << " byte " << i;
+      }
+    }
+  }
+}
+
+// Lengths around kCopySmallMax and each piece boundary of copy_large(), at offsets that put the
+// pieces off word alignment: exactly [0, n) is copied, and the guard bytes stay as they were.
+TEST(Descriptor, CopyBytesCopiesExactlyTheGivenBytesInPieces) {
+  constexpr std::size_t kGuard = 16, kMax = 3 * kCopyPiece + 64;
+  std::vector<std::byte> src(kGuard + kMax + kGuard + 8), dst(src.size());
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, kCopySmallMax, kCopySmallMax + 1,
+                        kCopyPiece - 1, kCopyPiece, kCopyPiece + 1, 2 * kCopyPiece,
+                        2 * kCopyPiece + 20, kMax}) {
+    for (std::size_t at : {0, 3}) {
+      for (std::size_t i = 0; i < src.size(); ++i) {
+        src[i] = std::byte(i * 7 + 1 + i / 251);
+        dst[i] = std::byte{0xee};
+      }
+      copy_bytes(dst.data() + kGuard + at, src.data() + kGuard + at, n);
+      for (std::size_t i = 0; i < dst.size(); ++i) {
         const bool inside = i >= kGuard + at && i < kGuard + at + n;
         ASSERT_EQ(dst[i], inside ? src[i] : std::byte{0xee})
             << "n " << n << " offset " << at << " byte " << i;
