@@ -45,9 +45,9 @@ TEST(Descriptor, CopySmallCopiesExactlyTheGivenBytes) {
 TEST(Descriptor, CopyBytesCopiesExactlyTheGivenBytesInPieces) {
   constexpr std::size_t kGuard = 16, kMax = 3 * kCopyPiece + 64;
   std::vector<std::byte> src(kGuard + kMax + kGuard + 8), dst(src.size());
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, kCopySmallMax, kCopySmallMax + 1,
-                        kCopyPiece - 1, kCopyPiece, kCopyPiece + 1, 2 * kCopyPiece,
-                        2 * kCopyPiece + 20, kMax}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, kCopySmallMax, kCopySmallMax + 1, kCopyPiece - 1,
+        kCopyPiece, kCopyPiece + 1, 2 * kCopyPiece, 2 * kCopyPiece + 20, kMax}) {
     for (std::size_t at : {0, 3}) {
       for (std::size_t i = 0; i < src.size(); ++i) {
         src[i] = std::byte(i * 7 + 1 + i / 251);

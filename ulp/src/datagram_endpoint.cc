@@ -240,7 +240,7 @@ Status DatagramEndpoint::recv_from(std::uint16_t port, std::span<std::byte> out,
                          : e.where == Entry::Where::kBuffer
                              ? net_->buffer(e.ref).data() + kDatagramHeaderBytes
                              : reassembly_.data(e.ref).data();
-  if (e.length) std::memcpy(out.data(), src, e.length);
+  core::copy_bytes(out.data(), src, e.length);
   drop(e);
   p->queue.pop();
   ++stats_.received;

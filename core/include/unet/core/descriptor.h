@@ -83,9 +83,9 @@ UNET_ALWAYS_INLINE void copy_small(std::byte* dst, const std::byte* src, std::si
 }
 static_assert(Descriptor::kInlineBytes <= kCopySmallMax, "copy_small covers an inline payload");
 
-// The most bytes copy_bytes() hands memcpy at once. Above a threshold (8 KiB here, 4 KiB on
-// AVX2 machines by default) glibc's memcpy moves bytes with `rep movsb`, which QEMU's TCG runs
-// about six times slower than vector moves (ulp/README.md); on hardware a piece costs a call.
+// The most bytes copy_bytes() hands memcpy at once. Above a CPU-dependent threshold (8 KiB in
+// ci/rxe-vm) glibc's memcpy moves bytes with `rep movsb`, which QEMU's TCG runs about six times
+// slower than vector moves (ulp/README.md); on hardware a piece costs one call.
 inline constexpr std::size_t kCopyPiece = 4096;
 
 // Copies n > kCopySmallMax bytes by memcpy, in pieces of at most kCopyPiece.
@@ -96,7 +96,7 @@ inline void copy_large(std::byte* dst, const std::byte* src, std::size_t n) noex
 }
 
 // Copies n bytes, any number, between two buffers that do not overlap: as copy_small() up to
-// kCopySmallMax (no call), by copy_large() beyond. For copies that are mostly small but need not be.
+// kCopySmallMax (no call), by copy_large() beyond. For copies mostly small but not always.
 UNET_ALWAYS_INLINE void copy_bytes(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
   if (n <= kCopySmallMax)
     copy_small(dst, src, n);
