@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/ab.sh ROUNDS OLD NEW ARGS... — two unet_perf builds timed in turn: each round runs OLD's and NEW's
 # server and client (ARGS, e.g. `--test stream_lat -c RC -s 64`; the order alternates between rounds) and
-# prints both t_typical and NEW / OLD; at the end the median of the per-round ratios and how many were
-# below 1. Under TCG one round proves nothing (bench/README.md). On a device, e.g. `ci/rxe-vm --
+# prints both t_typical and NEW / OLD; at the end the median of the per-round ratios, its 95% interval
+# (bench/compare/median_interval.py; from 6 rounds) and how many were below 1. Under TCG one round proves nothing (bench/README.md). On a device, e.g. `ci/rxe-vm --
 # bench/ab.sh 30 old/bench/unet_perf build-release/bench/unet_perf --test am_lat -c RC -s 8`. A bandwidth
 # test: UNET_AB_FIELD=BW_average (the result's field compared; default t_typical).
 set -euo pipefail
@@ -47,6 +47,9 @@ for ((i = 0; i < rounds; i++)); do
   printf 'round %d: old %.2f, new %.2f (%s), new / old %s\n' "$i" "$o" "$n" "$field" "$r"
   ratios+=("$r")
 done
-python3 -c 'import statistics, sys
+PYTHONPATH="$(dirname "$0")/compare" python3 -c 'import statistics, sys
+from median_interval import median_interval
 v = [float(x) for x in sys.argv[1:]]
-print(f"new / old: median {statistics.median(v):.3f} over {len(v)} rounds ({min(v):.3f}..{max(v):.3f}), {sum(x < 1 for x in v)} below 1")' "${ratios[@]}"
+iv = median_interval(v)
+ci = f", 95% interval {iv[0]:.3f}..{iv[1]:.3f}" if iv else ""
+print(f"new / old: median {statistics.median(v):.3f} over {len(v)} rounds{ci} ({min(v):.3f}..{max(v):.3f}), {sum(x < 1 for x in v)} below 1")' "${ratios[@]}"

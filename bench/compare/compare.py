@@ -14,8 +14,8 @@ rstream (stream_lat 64 B and stream_bw 64 KiB, copied and zero-copy) and the ker
 interleaved (the order of each pair alternates between rounds; a peer run that several cases
 share, the same tool with the same size and iterations, runs once per round), for several
 rounds, and reports for each pair the median of the rounds and the median unet / peer ratio with
-its spread (min..max over rounds): emulated timings are noisy, ratios within one run are what
-mean something. Context peers that have no unet twin run once per round beside them: rsockets
+the 95% interval of that median (median_interval.py; from 6 rounds) and its spread (min..max over
+rounds): emulated timings are noisy, ratios within one run are what mean something. Context peers that have no unet twin run once per round beside them: rsockets
 (rstream) and kernel TCP over the VM's veth (sockperf ping-pong) at the latency sizes. --tests runs a subset (e.g. --tests
 am_lat,am_bw). The latency tests of the endpoint, direct access and active messages run over a
 sweep of sizes (--lat-sizes, 2 B to 4 KiB; perftest -a goes to 8 MiB), the plots' latency curves.
@@ -59,6 +59,7 @@ import sys
 import time
 
 import plots  # bench/compare/plots.py: the figures and the report
+from median_interval import median_interval  # bench/compare/median_interval.py
 
 LAT, BW = "lat", "bw"
 ULP_TESTS = ("dgram_lat", "stream_lat", "stream_bw")
@@ -635,8 +636,19 @@ def summarize(results):
                      "peer": x["peer"], "peer_median": statistics.median(x["peer_values"]),
                      "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
                      "ratio_max": max(ratios), "ratio_best": best(x["unet"]) / best(x["peer_values"]),
-                     "lower_is_better": better_low})
+                     "lower_is_better": better_low, **interval_of(ratios)})
     return rows
+
+
+def interval_of(ratios):
+    """The 95% interval of the median ratio (median_interval.py) as a row's ratio_lo, ratio_hi;
+    None for both below 6 rounds."""
+    iv = median_interval(ratios)
+    return {"ratio_lo": iv[0] if iv else None, "ratio_hi": iv[1] if iv else None}
+
+
+def interval_text(row):
+    return f"{row['ratio_lo']:.3f}..{row['ratio_hi']:.3f}" if row.get("ratio_lo") is not None else "-"
 
 
 def bounds(results, lat_sizes, limits):
@@ -650,7 +662,7 @@ def bounds(results, lat_sizes, limits):
             ratios = [x / y for x, y in zip(results[names[1]]["peer_values"], results[names[2]]["peer_values"])]
             out.append({"bound": names[0], "a": results[names[1]]["peer"], "b": results[names[2]]["peer"],
                         "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
-                        "ratio_max": max(ratios), "about": about})
+                        "ratio_max": max(ratios), "about": about, **interval_of(ratios)})
     return out
 
 
@@ -660,21 +672,26 @@ def write_outputs(a, results, summary, context, bound_rows=()):
         json.dump({"config": config, "pairs": results, "summary": summary, "context": context,
                    "bounds": list(bound_rows)}, f, indent=2)
     lines = [f"# unet vs peers — {a.device}, {a.rounds} rounds, medians", "",
-             "| case | metric | unet | peer | peer value | unet / peer (median) | spread | best / best |",
-             "|---|---|---:|---|---:|---:|---|---:|"]
+             "| case | metric | unet | peer | peer value | unet / peer (median) | 95% interval | spread "
+             "| best / best |",
+             "|---|---|---:|---|---:|---:|---|---|---:|"]
     for s in summary:
         lines.append(f"| {s['case']} | {s['metric']} | {s['unet_median']:g} | {s['peer']} | {s['peer_median']:g} "
-                     f"| **{s['ratio_median']:.3f}** | {s['ratio_min']:.3f}..{s['ratio_max']:.3f} "
-                     f"| {s['ratio_best']:.3f} |")
+                     f"| **{s['ratio_median']:.3f}** | {interval_text(s)} "
+                     f"| {s['ratio_min']:.3f}..{s['ratio_max']:.3f} | {s['ratio_best']:.3f} |")
     if bound_rows:
-        lines += ["", "| bound (peer / peer, same round) | median | spread | what it bounds |", "|---|---:|---|---|"]
-        lines += [f"| {b['bound']} | **{b['ratio_median']:.3f}** | {b['ratio_min']:.3f}..{b['ratio_max']:.3f} "
-                  f"| {b['about']} |" for b in bound_rows]
+        lines += ["", "| bound (peer / peer, same round) | median | 95% interval | spread | what it bounds |",
+                  "|---|---:|---|---|---|"]
+        lines += [f"| {b['bound']} | **{b['ratio_median']:.3f}** | {interval_text(b)} "
+                  f"| {b['ratio_min']:.3f}..{b['ratio_max']:.3f} | {b['about']} |" for b in bound_rows]
     if context:
         lines += ["", "| context peer | median |", "|---|---:|"]
         lines += [f"| {k} | {statistics.median(v):g} |" for k, v in context.items()]
     lines += ["", "Latency: half round trip in microseconds (lower is better; da_read_lat and ib_read_lat: one "
               "READ round trip). Rates: higher is better. Ratio = unet / peer per round; median and min..max. "
+              "95% interval: the rounds' order statistics that hold the true median with at least 95% "
+              "probability (the sign test's interval; none below 6 rounds): a target inside it is "
+              "not resolved by the run. "
               "best / best = unet's best run over the peer's best run (under emulation runs fall into a fast "
               "and a slow mode whatever the tool; the best of N estimates the fast one)."]
     md = "\n".join(lines) + "\n"

@@ -133,6 +133,19 @@ class ComparePlots(unittest.TestCase):
         with open(os.path.join(self.out, "results.md")) as f:
             self.assertIn("| ib_write_lat / ib_send_lat, 8 B | **1.000** |", f.read())
 
+    def test_the_median_ratio_has_its_interval_from_six_rounds(self):
+        x = self.results["ep_lat 8 B"]
+        rows = {r["case"]: r for r in compare.summarize(self.results)}
+        self.assertIsNone(rows["ep_lat 8 B"]["ratio_lo"], "2 rounds: no 95% interval")
+        with open(os.path.join(self.out, "results.md")) as f:
+            self.assertRegex(f.read(), r"\| ep_lat 8 B \| .* \| \*\*0\.\d+\*\* \| - \| ")
+        x["unet"] = [10.0, 9.0, 12.0, 11.0, 13.0, 8.0, 14.0]
+        x["peer_values"] = [10.0] * 7
+        row = {r["case"]: r for r in compare.summarize(self.results)}["ep_lat 8 B"]
+        # Ratios 0.8..1.4: the 7 rounds' interval is their 1st and 7th (98.4%; the 2nd and 6th hold 87.5%).
+        self.assertEqual((row["ratio_lo"], row["ratio_hi"], row["ratio_median"]), (0.8, 1.4, 1.1))
+        self.assertEqual(compare.interval_text(row), "0.800..1.400")
+
     def test_a_run_writes_the_figures_and_the_report(self):
         self.check_outputs(self.out)
 
