@@ -41,9 +41,13 @@ one WRITE of more bytes than its payload), ib_send_lat and ib_write_lat / ucx_pe
 a post list of 16 / rstream (the UD stream is such SENDs). A unet / peer target below that ratio
 (latency) or above it (rates) is beyond what the device does.
 
-Writes OUT/results.json (every sample, the configuration) and OUT/results.md (the table); then
-plots.py draws from them OUT/endpoint.png, direct.png, am.png, stream.png, datagram.png (a figure
-per layer with data), OUT/ratios.png (every case's unet / peer ratio) and OUT/report.md,
+Targets: the issues' speed targets (targets.json, --targets) judged on the run by targets.py: met
+or not by the median, resolved or not by its interval, and beyond the device or not where a bound
+caps the case.
+
+Writes OUT/results.json (every sample, the configuration, the verdicts) and OUT/results.md (the
+tables); then plots.py draws from them OUT/endpoint.png, direct.png, am.png, stream.png,
+datagram.png (a figure per layer with data), OUT/ratios.png (every case's unet / peer ratio) and OUT/report.md,
 report.html (the table and the figures; needs python3-matplotlib).
 
 Run where an RDMA device exists (a NIC, host rxe, or inside ci/rxe-vm); ci/main.sh does that.
@@ -60,6 +64,7 @@ import time
 
 import plots  # bench/compare/plots.py: the figures and the report
 from median_interval import median_interval  # bench/compare/median_interval.py
+import targets  # bench/compare/targets.py: the issues' targets judged on a run
 
 LAT, BW = "lat", "bw"
 ULP_TESTS = ("dgram_lat", "stream_lat", "stream_bw")
@@ -96,6 +101,8 @@ def parse_args():
     p.add_argument("--am-window", type=int, default=8,
                    help="credit window of am_bw, both sides (unet --window, ucx_perftest -W; default uam's 8)")
     p.add_argument("--out", default=None, help="output directory (default BUILD/compare)")
+    p.add_argument("--targets", default=targets.DEFAULT,
+                   help="targets to judge the run by (default bench/compare/targets.json; '' for none)")
     a = p.parse_args()
     if a.rounds < 1 or a.lat_iters < 1 or a.bw_iters < 1:
         p.error("--rounds and iteration counts must be positive")
@@ -668,9 +675,11 @@ def bounds(results, lat_sizes, limits):
 
 def write_outputs(a, results, summary, context, bound_rows=()):
     config = {k: v for k, v in vars(a).items() if k not in ("out",)}
+    path = getattr(a, "targets", "")
+    judged = targets.verdicts(targets.load(path), summary, bound_rows) if path else []
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"config": config, "pairs": results, "summary": summary, "context": context,
-                   "bounds": list(bound_rows)}, f, indent=2)
+                   "bounds": list(bound_rows), "targets": judged}, f, indent=2)
     lines = [f"# unet vs peers — {a.device}, {a.rounds} rounds, medians", "",
              "| case | metric | unet | peer | peer value | unet / peer (median) | 95% interval | spread "
              "| best / best |",
@@ -684,6 +693,7 @@ def write_outputs(a, results, summary, context, bound_rows=()):
                   "|---|---:|---|---|---|"]
         lines += [f"| {b['bound']} | **{b['ratio_median']:.3f}** | {interval_text(b)} "
                   f"| {b['ratio_min']:.3f}..{b['ratio_max']:.3f} | {b['about']} |" for b in bound_rows]
+    lines += targets.markdown(judged)
     if context:
         lines += ["", "| context peer | median |", "|---|---:|"]
         lines += [f"| {k} | {statistics.median(v):g} |" for k, v in context.items()]
@@ -691,7 +701,9 @@ def write_outputs(a, results, summary, context, bound_rows=()):
               "READ round trip). Rates: higher is better. Ratio = unet / peer per round; median and min..max. "
               "95% interval: the rounds' order statistics that hold the true median with at least 95% "
               "probability (the sign test's interval; none below 6 rounds): a target inside it is "
-              "not resolved by the run. "
+              "not resolved by the run. Targets: the issues' (targets.json), each judged by its median, "
+              "resolved when the interval lies wholly on one side of it, and beside the device's bound "
+              "where one caps the case. "
               "best / best = unet's best run over the peer's best run (under emulation runs fall into a fast "
               "and a slow mode whatever the tool; the best of N estimates the fast one)."]
     md = "\n".join(lines) + "\n"

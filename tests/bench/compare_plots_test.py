@@ -6,6 +6,7 @@ Exits 77 (skipped) without python3-matplotlib."""
 import argparse
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def synthetic_run(out):
     """Writes OUT/results.json and results.md (and the figures) as compare.py's main() would
     after two rounds."""
     a = argparse.Namespace(lat_sizes=LAT_SIZES, bw_sizes=[64, 65536], tests=TESTS, am_window=8,
-                           device="rxe0", rounds=2, out=out)
+                           device="rxe0", rounds=2, out=out, targets=compare.targets.DEFAULT)
     results = {}
     for name, kind, size, test, _, tool, metric, transport in compare.cases(a, LIMITS):
         x = results[name] = {"kind": kind, "size": size, "unet_test": test, "peer": tool,
@@ -145,6 +146,16 @@ class ComparePlots(unittest.TestCase):
         # Ratios 0.8..1.4: the 7 rounds' interval is their 1st and 7th (98.4%; the 2nd and 6th hold 87.5%).
         self.assertEqual((row["ratio_lo"], row["ratio_hi"], row["ratio_median"]), (0.8, 1.4, 1.1))
         self.assertEqual(compare.interval_text(row), "0.800..1.400")
+
+    def test_the_issues_targets_are_judged_in_the_table(self):
+        with open(os.path.join(self.out, "results.md")) as f:
+            table = f.read()
+        # Every pair's made-up ratio is (10 + rnd) / 11 or its inverse: 0.909 and 1.0 at 8 B.
+        self.assertIn("| 21 | ep_lat 8 B vs WRITE <= 1.03 | 0.955 | - | met, fewer than 6 rounds: not "
+                      "resolved |", table)
+        with open(os.path.join(self.out, "results.json")) as f:
+            judged = json.load(f)["targets"]
+        self.assertEqual(len(judged), len(compare.targets.load()), "every target's case ran")
 
     def test_a_run_writes_the_figures_and_the_report(self):
         self.check_outputs(self.out)

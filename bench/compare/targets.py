@@ -1,0 +1,65 @@
+"""The issues' speed targets (targets.json) judged against a compare.py run.
+
+A target holds for a case when the median of its per-round unet / peer ratios is at most (or at
+least) the target's value: the rule the issues state. Under emulation that median is uncertain,
+so each verdict also says whether the run resolves it — whether the 95% interval of the median
+(median_interval.py) lies wholly on one side of the value — and, where a BOUNDS row caps the case
+on the device, whether the target lies beyond that bound in the same rounds."""
+import json
+import os
+
+DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")
+
+
+def load(path=DEFAULT):
+    """The targets of `path`; each has issue, case and one of at_most / at_least (a bound is
+    optional). Raises ValueError for a malformed entry."""
+    with open(path) as f:
+        targets = json.load(f)["targets"]
+    for t in targets:
+        if not isinstance(t.get("case"), str) or ("at_most" in t) == ("at_least" in t):
+            raise ValueError(f"{path}: {t}: a target needs a case and one of at_most, at_least")
+    return targets
+
+
+def judge(target, row, bound=None):
+    """The verdict of one target on its summary row (compare.summarize) and, if any, the BOUNDS
+    row it names: a dict with the target's text, the median, the interval and the verdict."""
+    low = "at_most" in target
+    value = target["at_most"] if low else target["at_least"]
+    median, lo, hi = row["ratio_median"], row.get("ratio_lo"), row.get("ratio_hi")
+    met = median <= value if low else median >= value
+    if lo is None:
+        resolved = "fewer than 6 rounds: not resolved"
+    elif lo <= value <= hi:
+        resolved = "not resolved (the target is inside the interval)"
+    else:
+        resolved = "resolved"
+    verdict = f"{'met' if met else 'not met'}, {resolved}"
+    if bound is not None:
+        b = bound["ratio_median"]
+        beyond = b > value if low else b < value
+        verdict += (f"; beyond the device: {bound['bound']} is {b:.3f}" if beyond
+                    else f"; within the device's bound {b:.3f}")
+    return {"issue": target["issue"], "case": target["case"],
+            "target": f"{'<=' if low else '>='} {value:g}", "ratio_median": median,
+            "ratio_lo": lo, "ratio_hi": hi, "met": met, "verdict": verdict}
+
+
+def verdicts(targets, summary, bound_rows):
+    """judge() for every target whose case ran, in the file's order."""
+    rows = {r["case"]: r for r in summary}
+    bounds = {b["bound"]: b for b in bound_rows}
+    return [judge(t, rows[t["case"]], bounds.get(t.get("bound"))) for t in targets
+            if t["case"] in rows]
+
+
+def markdown(judged):
+    """The verdicts as a markdown table (no lines when there are none)."""
+    if not judged:
+        return []
+    lines = ["", "| issue | target: unet / peer | median | 95% interval | verdict |", "|---|---|---:|---|---|"]
+    for j in judged:
+        iv = f"{j['ratio_lo']:.3f}..{j['ratio_hi']:.3f}" if j["ratio_lo"] is not None else "-"
+        lines.append(f"| {j['issue']} | {j['case']} {j['target']} | {j['ratio_median']:.3f} | {iv} | {j['verdict']} |")
+    return lines
