@@ -2,9 +2,10 @@
 # bench/ab.sh ROUNDS OLD NEW ARGS... — two unet_perf builds timed in turn: each round runs OLD's and NEW's
 # server and client (ARGS, e.g. `--test stream_lat -c RC -s 64`; the order alternates between rounds) and
 # prints both t_typical and NEW / OLD; at the end the median of the per-round ratios, its 95% interval
-# (bench/compare/median_interval.py; from 6 rounds) and how many were below 1. Under TCG one round proves nothing (bench/README.md). On a device, e.g. `ci/rxe-vm --
-# bench/ab.sh 30 old/bench/unet_perf build-release/bench/unet_perf --test am_lat -c RC -s 8`. A bandwidth
-# test: UNET_AB_FIELD=BW_average (the result's field compared; default t_typical).
+# (bench/compare/median_interval.py; from 6 rounds) and how many were below 1. Under TCG one round
+# proves nothing (bench/README.md). On a device, e.g. `ci/rxe-vm -- bench/ab.sh 30
+# old/bench/unet_perf build-release/bench/unet_perf --test am_lat -c RC -s 8`. A bandwidth test:
+# UNET_AB_FIELD=BW_average (the result's field compared; default t_typical).
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: bench/ab.sh ROUNDS OLD NEW ARGS..." >&2; exit 2; }
 rounds=$1 old=$2 new=$3

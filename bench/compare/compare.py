@@ -15,7 +15,8 @@ interleaved (the order of each pair alternates between rounds; a peer run that s
 share, the same tool with the same size and iterations, runs once per round), for several
 rounds, and reports for each pair the median of the rounds and the median unet / peer ratio with
 the 95% interval of that median (median_interval.py; from 6 rounds) and its spread (min..max over
-rounds): emulated timings are noisy, ratios within one run are what mean something. Context peers that have no unet twin run once per round beside them: rsockets
+rounds): emulated timings are noisy, ratios within one run are what mean something. Context peers
+that have no unet twin run once per round beside them: rsockets
 (rstream) and kernel TCP over the VM's veth (sockperf ping-pong) at the latency sizes. --tests runs a subset (e.g. --tests
 am_lat,am_bw). The latency tests of the endpoint, direct access and active messages run over a
 sweep of sizes (--lat-sizes, 2 B to 4 KiB; perftest -a goes to 8 MiB), the plots' latency curves.
@@ -47,8 +48,8 @@ caps the case.
 
 Writes OUT/results.json (every sample, the configuration, the verdicts) and OUT/results.md (the
 tables); then plots.py draws from them OUT/endpoint.png, direct.png, am.png, stream.png,
-datagram.png (a figure per layer with data), OUT/ratios.png (every case's unet / peer ratio) and OUT/report.md,
-report.html (the table and the figures; needs python3-matplotlib).
+datagram.png (a figure per layer with data), OUT/ratios.png (every case's unet / peer ratio) and
+OUT/report.md, report.html (the tables and the figures; needs python3-matplotlib).
 
 Run where an RDMA device exists (a NIC, host rxe, or inside ci/rxe-vm); ci/main.sh does that.
 Every process is bounded by a timeout; a tool that fails or prints no figure fails the run.

@@ -58,8 +58,10 @@ def markdown(judged):
     """The verdicts as a markdown table (no lines when there are none)."""
     if not judged:
         return []
-    lines = ["", "| issue | target: unet / peer | median | 95% interval | verdict |", "|---|---|---:|---|---|"]
+    lines = ["", "| issue | target: unet / peer | median | 95% interval | verdict |",
+             "|---|---|---:|---|---|"]
     for j in judged:
         iv = f"{j['ratio_lo']:.3f}..{j['ratio_hi']:.3f}" if j["ratio_lo"] is not None else "-"
-        lines.append(f"| {j['issue']} | {j['case']} {j['target']} | {j['ratio_median']:.3f} | {iv} | {j['verdict']} |")
+        lines.append(f"| {j['issue']} | {j['case']} {j['target']} | {j['ratio_median']:.3f} | {iv} "
+                     f"| {j['verdict']} |")
     return lines

@@ -143,7 +143,8 @@ class ComparePlots(unittest.TestCase):
         x["unet"] = [10.0, 9.0, 12.0, 11.0, 13.0, 8.0, 14.0]
         x["peer_values"] = [10.0] * 7
         row = {r["case"]: r for r in compare.summarize(self.results)}["ep_lat 8 B"]
-        # Ratios 0.8..1.4: the 7 rounds' interval is their 1st and 7th (98.4%; the 2nd and 6th hold 87.5%).
+        # Ratios 0.8..1.4: the 7 rounds' interval is their 1st and 7th (98.4%; the 2nd and 6th
+        # hold 87.5%).
         self.assertEqual((row["ratio_lo"], row["ratio_hi"], row["ratio_median"]), (0.8, 1.4, 1.1))
         self.assertEqual(compare.interval_text(row), "0.800..1.400")
 
