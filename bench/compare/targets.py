@@ -4,7 +4,8 @@ A target holds for a case when the median of its per-round unet / peer ratios is
 least) the target's value: the rule the issues state. Under emulation that median is uncertain,
 so each verdict also says whether the run resolves it — whether the 95% interval of the median
 (median_interval.py) lies wholly on one side of the value — and, where a BOUNDS row caps the case
-on the device, whether the target lies beyond that bound in the same rounds."""
+on the device, whether the target lies beyond that bound in the same rounds (resolved the same
+way: a noisy bound proves nothing beyond)."""
 import json
 import os
 
@@ -37,13 +38,21 @@ def judge(target, row, bound=None):
         resolved = "resolved"
     verdict = f"{'met' if met else 'not met'}, {resolved}"
     if bound is not None:
-        b = bound["ratio_median"]
-        beyond = b > value if low else b < value
-        verdict += (f"; beyond the device: {bound['bound']} is {b:.3f}" if beyond
-                    else f"; within the device's bound {b:.3f}")
+        verdict += "; " + bound_verdict(bound, value, low)
     return {"issue": target["issue"], "case": target["case"],
             "target": f"{'<=' if low else '>='} {value:g}", "ratio_median": median,
             "ratio_lo": lo, "ratio_hi": hi, "met": met, "verdict": verdict}
+
+
+def bound_verdict(bound, value, low):
+    """Whether a latency target (`low`: at most `value`) or a rate target lies beyond the device's
+    bound in the same rounds: by the bound's median, and resolved as a verdict is."""
+    b, lo, hi = bound["ratio_median"], bound.get("ratio_lo"), bound.get("ratio_hi")
+    if not (b > value if low else b < value):
+        return f"within the device's bound {b:.3f}"
+    if lo is not None and not lo <= value <= hi:
+        return f"beyond the device: {bound['bound']} is {b:.3f}, resolved"
+    return f"beyond the device by the median of {bound['bound']}, {b:.3f}, but not resolved"
 
 
 def verdicts(targets, summary, bound_rows):

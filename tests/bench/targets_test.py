@@ -39,12 +39,25 @@ class Targets(unittest.TestCase):
 
     def test_a_rate_target_and_the_bound_beside_it(self):
         t = {"issue": 24, "case": "stream_bw 65536 B", "at_least": 1.0, "bound": "raw"}
-        below = {"bound": "raw", "ratio_median": 0.72}
+        below = {"bound": "raw", "ratio_median": 0.72, "ratio_lo": 0.53, "ratio_hi": 0.85}
         j = targets.judge(t, row("stream_bw 65536 B", 0.70, 0.60, 0.80), below)
         self.assertFalse(j["met"])
-        self.assertEqual(j["verdict"], "not met, resolved; beyond the device: raw is 0.720")
+        self.assertEqual(j["verdict"], "not met, resolved; beyond the device: raw is 0.720, resolved")
+        # A bound whose median is past the target but whose interval holds it proves nothing.
+        noisy = dict(below, ratio_hi=1.0)
+        self.assertEqual(targets.judge(t, row("stream_bw 65536 B", 0.70, 0.60, 0.80), noisy)["verdict"],
+                         "not met, resolved; beyond the device by the median of raw, 0.720, but not "
+                         "resolved")
+        self.assertTrue(targets.judge(t, row("x", 0.7), {"bound": "raw", "ratio_median": 0.72})["verdict"]
+                        .endswith("but not resolved"), "a bound of fewer than 6 rounds")
         j = targets.judge(t, row("stream_bw 65536 B", 1.05, 1.01, 1.2), {"bound": "raw", "ratio_median": 1.1})
         self.assertEqual(j["verdict"], "met, resolved; within the device's bound 1.100")
+        lat = {"issue": 21, "case": "ep_lat 64 B", "at_most": 0.96, "bound": "w"}
+        self.assertEqual(targets.bound_verdict({"bound": "w", "ratio_median": 0.99, "ratio_lo": 0.915,
+                                                "ratio_hi": 1.194}, 0.96, True),
+                         "beyond the device by the median of w, 0.990, but not resolved")
+        self.assertIn("within", targets.judge(lat, row("ep_lat 64 B", 1.1), {"bound": "w", "ratio_median": 0.93})
+                      ["verdict"])
 
     def test_only_the_cases_that_ran_are_judged_and_the_table_shows_them(self):
         ts = [{"issue": 21, "case": "a", "at_most": 1.0}, {"issue": 21, "case": "b", "at_least": 2.0}]
