@@ -109,6 +109,11 @@ def parse_args():
         p.error("--rounds and iteration counts must be positive")
     if not 1 <= a.am_window <= 127:
         p.error("--am-window is uam's credit window, 1..127")
+    if a.targets:  # read now: a bad file must not end a long run at its last step
+        try:
+            targets.load(a.targets)
+        except (OSError, ValueError) as e:  # json's errors are ValueErrors
+            p.error(f"--targets {a.targets}: {e}")
     a.unet_perf = os.path.join(a.build, "bench", "unet_perf")
     if not os.access(a.unet_perf, os.X_OK):
         p.error(f"{a.unet_perf} is not built")

@@ -16,9 +16,13 @@ def load(path=DEFAULT):
     """The targets of `path`; each has issue, case and one of at_most / at_least (a bound is
     optional). Raises ValueError for a malformed entry."""
     with open(path) as f:
-        targets = json.load(f)["targets"]
+        doc = json.load(f)
+    targets = doc.get("targets") if isinstance(doc, dict) else None
+    if not isinstance(targets, list):
+        raise ValueError(f"{path}: no list of targets")
     for t in targets:
-        if not isinstance(t.get("case"), str) or ("at_most" in t) == ("at_least" in t):
+        if (not isinstance(t, dict) or not isinstance(t.get("case"), str)
+                or ("at_most" in t) == ("at_least" in t)):
             raise ValueError(f"{path}: {t}: a target needs a case and one of at_most, at_least")
     return targets
 
