@@ -3,9 +3,9 @@
 A run's verdict is the median of its per-round ratios, and under emulation rounds scatter widely
 (bench/README.md): a median of 1.03 from 15 rounds may or may not differ from 1.00. For n values
 of independent rounds, the k-th smallest and the k-th largest bound the true median with
-probability 1 - 2 P(B <= k - 1), B ~ Binomial(n, 1/2) (the sign test's interval). The widest
-such k whose probability still reaches the level gives the interval; below 6 rounds no pair
-reaches 95%."""
+probability 1 - 2 P(B <= k - 1), B ~ Binomial(n, 1/2) (the sign test's interval). The largest
+such k whose probability still reaches the level (the narrowest such pair) gives the interval;
+below 6 rounds no pair reaches 95%."""
 import math
 
 

@@ -13,17 +13,19 @@ DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json
 
 
 def load(path=DEFAULT):
-    """The targets of `path`; each has issue, case and one of at_most / at_least (a bound is
-    optional). Raises ValueError for a malformed entry."""
+    """The targets of `path`; each has an issue, a case and one of at_most / at_least (a bound
+    is optional). Raises ValueError for a malformed file or entry."""
     with open(path) as f:
         doc = json.load(f)
     targets = doc.get("targets") if isinstance(doc, dict) else None
     if not isinstance(targets, list):
         raise ValueError(f"{path}: no list of targets")
     for t in targets:
-        if (not isinstance(t, dict) or not isinstance(t.get("case"), str)
-                or ("at_most" in t) == ("at_least" in t)):
-            raise ValueError(f"{path}: {t}: a target needs a case and one of at_most, at_least")
+        if (not isinstance(t, dict) or not isinstance(t.get("case"), str) or "issue" not in t
+                or ("at_most" in t) == ("at_least" in t)
+                or not isinstance(t.get("at_most", t.get("at_least")), (int, float))):
+            raise ValueError(f"{path}: {t}: a target needs an issue, a case and a number, at_most "
+                             "or at_least")
     return targets
 
 

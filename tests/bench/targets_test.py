@@ -68,8 +68,11 @@ class Targets(unittest.TestCase):
         self.assertEqual(targets.markdown([]), [])
 
     def test_a_malformed_file_is_refused(self):
-        for bad in ({"targets": [{"case": "x"}]}, {"targets": [{"case": "x", "at_most": 1, "at_least": 1}]},
-                    {"targets": [{"at_most": 1}]}, {"targets": ["x"]}, {"x": []}, [1]):
+        for bad in ({"targets": [{"issue": 21, "case": "x"}]},
+                    {"targets": [{"issue": 21, "case": "x", "at_most": 1, "at_least": 1}]},
+                    {"targets": [{"at_most": 1}]}, {"targets": ["x"]}, {"x": []}, [1],
+                    {"targets": [{"case": "x", "at_most": 1}]},
+                    {"targets": [{"issue": 21, "case": "x", "at_most": "1"}]}):
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
                 json.dump(bad, f)
             try:
