@@ -64,7 +64,7 @@ import sys
 import time
 
 import plots  # bench/compare/plots.py: the figures and the report
-from median_interval import median_interval  # bench/compare/median_interval.py
+import median_interval  # bench/compare/median_interval.py
 import targets  # bench/compare/targets.py: the issues' targets judged on a run
 
 LAT, BW = "lat", "bw"
@@ -656,12 +656,12 @@ def summarize(results):
 def interval_of(ratios):
     """The 95% interval of the median ratio (median_interval.py) as a row's ratio_lo, ratio_hi;
     None for both below 6 rounds."""
-    iv = median_interval(ratios)
+    iv = median_interval.median_interval(ratios)
     return {"ratio_lo": iv[0] if iv else None, "ratio_hi": iv[1] if iv else None}
 
 
 def interval_text(row):
-    return f"{row['ratio_lo']:.3f}..{row['ratio_hi']:.3f}" if row.get("ratio_lo") is not None else "-"
+    return median_interval.interval_text(row.get("ratio_lo"), row.get("ratio_hi"))
 
 
 def bounds(results, lat_sizes, limits):

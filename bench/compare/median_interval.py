@@ -29,3 +29,13 @@ def median_interval(values, level=0.95):
             break
         best = (v[k - 1], v[n - k], c)
     return best
+
+
+def clears(lo, hi, value):
+    """Whether an interval lies wholly on one side of `value` (None: no interval, it cannot)."""
+    return lo is not None and not lo <= value <= hi
+
+
+def interval_text(lo, hi):
+    """An interval as a table shows it: "lo..hi", or "-" for none."""
+    return f"{lo:.3f}..{hi:.3f}" if lo is not None else "-"

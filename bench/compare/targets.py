@@ -9,6 +9,8 @@ way: a noisy bound proves nothing beyond)."""
 import json
 import os
 
+from median_interval import clears, interval_text
+
 DEFAULT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets.json")
 
 
@@ -38,10 +40,10 @@ def judge(target, row, bound=None):
     met = median <= value if low else median >= value
     if lo is None:
         resolved = "fewer than 6 rounds: not resolved"
-    elif lo <= value <= hi:
-        resolved = "not resolved (the target is inside the interval)"
-    else:
+    elif clears(lo, hi, value):
         resolved = "resolved"
+    else:
+        resolved = "not resolved (the target is inside the interval)"
     verdict = f"{'met' if met else 'not met'}, {resolved}"
     if bound is not None:
         verdict += "; " + bound_verdict(bound, value, low)
@@ -56,7 +58,7 @@ def bound_verdict(bound, value, low):
     b, lo, hi = bound["ratio_median"], bound.get("ratio_lo"), bound.get("ratio_hi")
     if not (b > value if low else b < value):
         return f"within the device's bound {b:.3f}"
-    if lo is not None and not lo <= value <= hi:
+    if clears(lo, hi, value):
         return f"beyond the device: {bound['bound']} is {b:.3f}, resolved"
     return f"beyond the device by the median of {bound['bound']}, {b:.3f}, but not resolved"
 
@@ -76,7 +78,7 @@ def markdown(judged):
     lines = ["", "| issue | target: unet / peer | median | 95% interval | verdict |",
              "|---|---|---:|---|---|"]
     for j in judged:
-        iv = f"{j['ratio_lo']:.3f}..{j['ratio_hi']:.3f}" if j["ratio_lo"] is not None else "-"
+        iv = interval_text(j["ratio_lo"], j["ratio_hi"])
         lines.append(f"| {j['issue']} | {j['case']} {j['target']} | {j['ratio_median']:.3f} | {iv} "
                      f"| {j['verdict']} |")
     return lines

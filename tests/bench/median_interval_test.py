@@ -8,7 +8,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "compare"))
 
-from median_interval import coverage, median_interval  # noqa: E402
+from median_interval import clears, coverage, interval_text, median_interval  # noqa: E402
 
 
 class MedianInterval(unittest.TestCase):
@@ -48,6 +48,14 @@ class MedianInterval(unittest.TestCase):
             self.assertGreaterEqual(c, 0.95)
             self.assertEqual(hi, n - k)
             self.assertLess(coverage(n, k + 1), 0.95, f"n={n}: a narrower pair would do")
+
+    def test_an_interval_clears_a_value_only_wholly_on_one_side_and_prints_as_tables_show_it(self):
+        self.assertTrue(clears(1.01, 1.2, 1.0))
+        self.assertTrue(clears(0.8, 0.99, 1.0))
+        self.assertFalse(clears(0.9, 1.0, 1.0), "a value on the edge is inside")
+        self.assertFalse(clears(None, None, 1.0), "no interval clears nothing")
+        self.assertEqual(interval_text(0.8, 1.4), "0.800..1.400")
+        self.assertEqual(interval_text(None, None), "-")
 
 
 if __name__ == "__main__":
