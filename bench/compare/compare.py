@@ -49,7 +49,8 @@ caps the case.
 Writes OUT/results.json (every sample, the configuration, the verdicts) and OUT/results.md (the
 tables); then plots.py draws from them OUT/endpoint.png, direct.png, am.png, stream.png,
 datagram.png (a figure per layer with data), OUT/ratios.png (every case's unet / peer ratio) and
-OUT/report.md, report.html (the tables and the figures; needs python3-matplotlib).
+OUT/report.md, report.html (the tables and the figures; needs python3-matplotlib), unless
+--no-plots.
 
 Run where an RDMA device exists (a NIC, host rxe, or inside ci/rxe-vm); ci/main.sh does that.
 Every process is bounded by a timeout; a tool that fails or prints no figure fails the run.
@@ -102,6 +103,9 @@ def parse_args():
     p.add_argument("--am-window", type=int, default=8,
                    help="credit window of am_bw, both sides (unet --window, ucx_perftest -W; default uam's 8)")
     p.add_argument("--out", default=None, help="output directory (default BUILD/compare)")
+    p.add_argument("--no-plots", action="store_true",
+                   help="write results.json and results.md only; `plots.py OUT` draws the rest later "
+                        "(matplotlib in ci/rxe-vm takes about as long as a 1-round run)")
     p.add_argument("--targets", default=targets.DEFAULT,
                    help="targets to judge the run by (default bench/compare/targets.json; '' for none)")
     a = p.parse_args()
@@ -716,8 +720,8 @@ def write_outputs(a, results, summary, context, bound_rows=()):
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(md)
     print(md)
-    files = plots.write(a.out)
-    print(f"compare: wrote {a.out}/results.json, results.md, {', '.join(files)}")
+    files = [] if a.no_plots else plots.write(a.out)
+    print(f"compare: wrote {a.out}/results.json, results.md{''.join(', ' + f for f in files)}")
 
 
 if __name__ == "__main__":

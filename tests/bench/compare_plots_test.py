@@ -35,11 +35,12 @@ LAT_SIZES = [int(s) for s in compare.LAT_SIZES.split(",")]  # the default sweep
 LAYER_FIGURES = ["endpoint.png", "direct.png", "am.png", "stream.png"]
 
 
-def synthetic_run(out):
-    """Writes OUT/results.json and results.md (and the figures) as compare.py's main() would
-    after two rounds."""
+def synthetic_run(out, no_plots=False):
+    """Writes OUT/results.json and results.md (and the figures, unless no_plots) as compare.py's
+    main() would after two rounds."""
     a = argparse.Namespace(lat_sizes=LAT_SIZES, bw_sizes=[64, 65536], tests=TESTS, am_window=8,
-                           device="rxe0", rounds=2, out=out, targets=compare.targets.DEFAULT)
+                           device="rxe0", rounds=2, out=out, targets=compare.targets.DEFAULT,
+                           no_plots=no_plots)
     results = {}
     for name, kind, size, test, _, tool, metric, transport in compare.cases(a, LIMITS):
         x = results[name] = {"kind": kind, "size": size, "unet_test": test, "peer": tool,
@@ -160,6 +161,16 @@ class ComparePlots(unittest.TestCase):
 
     def test_a_run_writes_the_figures_and_the_report(self):
         self.check_outputs(self.out)
+
+    def test_no_plots_writes_the_tables_only_and_plots_py_draws_them_later(self):
+        with tempfile.TemporaryDirectory() as bare:
+            synthetic_run(bare, no_plots=True)
+            self.assertEqual(sorted(os.listdir(bare)), ["results.json", "results.md"])
+            got = subprocess.run([sys.executable, os.path.join(COMPARE_DIR, "plots.py"), bare],
+                                 capture_output=True, text=True, timeout=300)
+            self.assertEqual(got.returncode, 0, got.stderr)
+            for f in ["ratios.png", "report.md", "report.html"] + LAYER_FIGURES:
+                self.assertTrue(os.path.exists(os.path.join(bare, f)), f)
 
     def test_plots_py_redraws_a_run_elsewhere(self):
         with tempfile.TemporaryDirectory() as other:
