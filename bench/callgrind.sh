@@ -51,6 +51,23 @@ cg_classes() {
     END { printf "%.0f %.0f %.0f %.0f %.0f\n", t, v, u, c, o }'
 }
 
+# cg_total FILE: FILE's total cost.
+cg_total() { sed -n 's/^totals: //p' "$1"; }
+
+# cg_report FILE: the inclusive cost of a latency client's statistics after its loop — the sort of
+# its samples and what is figured from them: libc's qsort (perftest's, with its comparator) and
+# unet_perf's round_trip_latency (else unet::bench::compute_latency, the ping-pongs'). It grows as
+# n log n, so it is no cost per iteration; every part of it is in cg_classes' "other".
+cg_report() {
+  callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$1" | awk '
+    function cost() { c = $1; gsub(",", "", c); return c + 0 }
+    $1 ~ /^[0-9,]+$/ && / \(/ {
+      if ($0 ~ /:qsort \[/) q += cost()
+      else if ($0 ~ /:unet::perf::round_trip_latency\(/) r += cost()
+      else if ($0 ~ /:unet::bench::compute_latency\(/) l += cost() }
+    END { printf "%.0f\n", q + (r > 0 ? r : l) }'
+}
+
 # cg_per "A..." "B..." LOW HIGH: each (B - A) / (HIGH - LOW), truncated: the per-iteration
 # difference of counts at LOW and HIGH iterations, which cancels set-up and warm-up.
 cg_per() {
