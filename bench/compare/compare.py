@@ -136,16 +136,16 @@ def parse_args():
         a.bw_sizes = [int(s) for s in a.bw_sizes.split(",")]
     except ValueError:
         p.error("sizes are comma-separated byte counts")
-    if any(t in ULP_TESTS for t in a.tests) and not a.address:
-        p.error("dgram_lat, stream_lat and stream_bw pair with rstream and sockperf, which need --address "
-                "(or UNET_RXE_ADDR0): the IP address of the device's netdev")
-    if not a.device:
+    if not a.device:  # first: without a device there is no address either
         devs = sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else []
         if not devs:
             print("compare: no RDMA device (run inside ci/rxe-vm, or set up rxe: ci/rxe-host)", file=sys.stderr)
             # 77: "skipped" to ctest, unless UNET_REQUIRE_DEVICE=1 makes a missing device a failure.
             sys.exit(1 if os.environ.get("UNET_REQUIRE_DEVICE") == "1" else 77)
         a.device = devs[0]
+    if any(t in ULP_TESTS for t in a.tests) and not a.address:
+        p.error("dgram_lat, stream_lat and stream_bw pair with rstream and sockperf, which need --address "
+                "(or UNET_RXE_ADDR0): the IP address of the device's netdev")
     a.out = a.out or os.path.join(a.build, "compare")
     if a.gid is None:
         a.gid = library_gid(a.unet_perf, a.device)
