@@ -22,11 +22,12 @@ devs=(/sys/class/infiniband/*)
 dev=${UNET_DEVICE:-${devs[0]##*/}}
 port=${UNET_INSTRUCTIONS_PORT:-18541}
 count() {  # count N: the client of N iterations under callgrind, into $cg_dir/N (the least of reps)
-  local n=$1 rep best=''
+  local n=$1 rep best='' got
   for ((rep = 1; rep <= reps; rep++)); do
     count_once "$n"
-    if [ -z "$best" ] || [ "$(cg_total "$cg_dir/once")" -lt "$best" ]; then
-      best=$(cg_total "$cg_dir/once")
+    got=$(cg_total "$cg_dir/once")
+    if [ -z "$best" ] || [ "$got" -lt "$best" ]; then
+      best=$got
       for f in "$cg_dir/once"*; do mv "$f" "$cg_dir/$n${f#"$cg_dir/once"}"; done
     fi
   done
