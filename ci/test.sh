@@ -9,9 +9,9 @@
 #           across another), when any exist;
 #   cluster inside ci/rxe-vm --two-dev too: the programs under Open MPI's mpirun on two simulated
 #           hosts (ci/sim-hosts: nodeA on rxe0, nodeB on rxe1), wired up through PMIx.
-# Then the same tiers again from a second build with AddressSanitizer and UndefinedBehaviorSanitizer
-# (any report fails its test: -fno-sanitize-recover). The VM shares this root, so the sanitizer
-# build runs there unchanged.
+# Then the same tiers again from a second build, without bench/, with AddressSanitizer and
+# UndefinedBehaviorSanitizer (any report fails its test: -fno-sanitize-recover). The VM shares this
+# root, so the sanitizer build runs there unchanged.
 # After the normal build's tiers, valgrind memcheck runs ci/memcheck.sh's subset of the device
 # tests (any memcheck error or definite leak fails).
 # Then a ThreadSanitizer pass (BUILD_DIR-tsan): only the executables labelled `tsan` (the ones
@@ -58,6 +58,7 @@ if dev=$(host_has_rdma_device) && [ "${UNET_FORCE_VM:-0}" != 1 ]; then
 fi
 
 # Configures and builds one tree: build_tree DIR [SANITIZERS [TARGET...]] (every target if none).
+# With bench/ unless the caller's `bench` says OFF.
 build_tree() {
   local dir=$1 san=${2:-}
   shift $(($# < 2 ? $# : 2))
@@ -68,7 +69,7 @@ build_tree() {
   local flags=("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
   [ -z "$san" ] || flags=(-DUNET_SANITIZE="$san" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
-    -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=ON "${flags[@]}" >/dev/null
+    -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH="${bench:-ON}" "${flags[@]}" >/dev/null
   cmake --build "$dir" -j2 ${1:+--target "$@"}
 }
 
@@ -101,7 +102,18 @@ run_tier() {
     echo "== $label tests ($tree): the end of what each failed test printed =="
     failed_digest "$log"
   fi
+  count_cases "$tree"
   return "$rc"
+}
+
+# The GoogleTest cases that passed in a tree's last ctest run, added to `cases`: a device tier's
+# test is a whole suite (cmake/unet_gtest_suites.cmake), so ctest's count says less there.
+cases=0
+count_cases() {
+  local n
+  n=$(grep -hoE '^\[  PASSED  \] [0-9]+ tests?\.' "$1/Testing/Temporary/LastTest.log" 2>/dev/null |
+    awk '{s += $4} END {print s + 0}')
+  cases=$((cases + n))
 }
 
 # Each failed test's result line and the last 30 lines it printed, from a ctest log
@@ -150,7 +162,13 @@ run_memcheck() {
 }
 
 # The later trees, each a function the background builder (below) runs.
-build_san() { build_tree "$build-san" "$sanitize_pass"; }
+# Without bench/: unet_perf and its tests, the interop tests and the compare run in the normal tree
+# only. They were about a third of this tree's build and of its device tier, and the library
+# code they drive is the one the core, uam and ulp tests run here (tests/README.md).
+build_san() {
+  local bench=OFF
+  build_tree "$build-san" "$sanitize_pass"
+}
 build_tsan() { build_tree "$build-tsan" thread unet_tsan_tests; }  # cmake/unet_test_labels.cmake
 # unet::boot without PMIx (UNET_PMIX=OFF): only what its unit tests need.
 build_nopmix() {
@@ -246,6 +264,7 @@ if planned build_nopmix; then
     echo "== boot unit tests ($build-nopmix, host) at ${SECONDS} s =="
     ctest --test-dir "$build-nopmix" -L '^unit$' -R '^boot\.' --output-on-failure --no-tests=error 2>&1 |
       tee "$logdir/nopmix-unit.log" || status=1
+    count_cases "$build-nopmix"
   else
     status=1
   fi
@@ -296,5 +315,6 @@ if [ "${UNET_REQUIRE_DEVICE:-0}" = 1 ] && [ "$skipped" -ne 0 ]; then
   status=1
 fi
 echo "test.sh: every step took $((SECONDS / 60)) min $((SECONDS % 60)) s"
-echo "test.sh: $passed passed, $failed failed, $skipped skipped; $memcheck_line"
+echo "test.sh: $passed passed, $failed failed, $skipped skipped (ctest tests; $cases GoogleTest" \
+  "cases passed in them); $memcheck_line"
 exit "$status"
