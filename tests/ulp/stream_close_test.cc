@@ -267,7 +267,9 @@ TEST(StreamClose, AnAckOfTheFinAfterATimeoutEndsLastAck) {
   ASSERT_EQ(p.state(c), StreamState::kLastAck);
   ASSERT_TRUE(p.next(h, 3000ms)) << "nothing sent again after the RTO";
   ASSERT_EQ(h.seq, first) << "the timeout goes back to the first unacknowledged byte";
-  ASSERT_EQ(s.stats(c)->timeouts, 1u);
+  // One, or more when this loop was held up past the next, doubled RTO (min_rto is 2 ms): seen
+  // once under ASan in a loaded VM. Each sends the first segment again.
+  ASSERT_GE(s.stats(c)->timeouts, 1u);
 
   p.their = first + data.size() + 1;  // the late ACK: the data and the FIN
   p.send(kAck);
