@@ -18,20 +18,6 @@ std::span<std::byte> Endpoint::buffer(BufferId b) noexcept {
   return {segment_.get() + std::size_t{b} * config_.buffer_bytes, config_.buffer_bytes};
 }
 
-UNET_ALWAYS_INLINE const Endpoint::Channel* Endpoint::open_channel(ChannelId ch,
-                                                                   Status& why) const noexcept {
-  if (ch >= channels_.size()) {
-    why = Status::kNotFound;
-    return nullptr;
-  }
-  const Channel* c = channels_[ch].get();
-  if (c->state != Channel::State::kOpen) {
-    why = Status::kClosed;
-    return nullptr;
-  }
-  return c;
-}
-
 UNET_ALWAYS_INLINE Status Endpoint::push_buffer(ChannelId ch, BufferId b, std::uint32_t length,
                                                 std::uint16_t flags, std::uint32_t imm) noexcept {
   Status why = Status::kOk;
@@ -222,15 +208,17 @@ static std::uint32_t inflight_what(const Descriptor& d, bool copied) noexcept {
 // Posts the send queue's descriptors, one post list (one doorbell) per run of descriptors that go
 // to the same QP. Stops at a QP whose send queue is full, keeping the descriptors in order.
 UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
-  // The common case first, on a path of its own: one message waiting, for an open channel whose
-  // send queue has room; a small one (inside its descriptor, or a buffer within a SEND's inline
-  // limit and, on a ring channel, the peer's slots) is posted inline whichever way it goes.
+  // The common case first, on a path of its own: one message or operation waiting, for an open
+  // channel whose send queue has room; a small message (inside its descriptor, or a buffer within
+  // a SEND's inline limit and, on a ring channel, the peer's slots) is posted inline whichever way
+  // it goes.
   if (send_queue_.size() == 1) {
     Descriptor& d = send_queue_.at(0);
-    if (!(d.flags & (Descriptor::kOp | Descriptor::kProbe)) && d.channel < channels_.size()) {
+    if (!(d.flags & Descriptor::kProbe) && d.channel < channels_.size()) {
       Channel& c = *channels_[d.channel];
       Lane& lane = *lanes_[c.lane];
       if (c.state == Channel::State::kOpen && !lane.failed && lane.in_flight() < lane.depth) {
+        if (d.flags & Descriptor::kOp) return post_lone(d, c, lane, false);
         if (d.is_inline() ||
             (d.length <= inline_post_limit_ && (!c.ring || d.length <= c.ring->fit_inline)))
           return post_lone(d, c, lane, true);
@@ -319,22 +307,23 @@ UNET_ALWAYS_INLINE int Endpoint::post_pending_sends() noexcept {
   return done;
 }
 
-// Posts `d`, the one descriptor on the send queue, a message (no op, no probe) for open channel
-// `c` whose lane has room: what the loop of post_pending_sends does for a list of one. `small`:
-// the post copies it (the caller's test; a constant where this is inlined). A buffer posted
-// inline is spare again once posted; one posted from the segment is signaled, so that it comes
-// back when traffic stops.
+// Posts `d`, the one descriptor on the send queue, a message or operation (no probe) for open
+// channel `c` whose lane has room: what the loop of post_pending_sends does for a list of one.
+// `small`: a message the post copies (the caller's test; a constant where this is inlined). A
+// buffer posted inline is spare again once posted; one posted from the segment, and an operation,
+// are signaled, so that the buffer comes back and the operation completes when traffic stops.
 UNET_ALWAYS_INLINE int Endpoint::post_lone(Descriptor& d, Channel& c, Lane& lane,
                                            bool small) noexcept {
   ibv_send_wr& w = v_->swr[0];
-  if (c.ring && ring_route(d, *c.ring))
+  if (c.ring && ring_route(d, *c.ring))  // never an operation
     build_ring_wr(d, *c.ring, 0, lane.next_seq);
   else
     build_wr(d, c, 0);
-  // Copied by the post (a descriptor's payload is, always) it holds nothing.
+  // Copied by the post (a descriptor's payload is, always) a message holds nothing.
   const bool copied = small || (w.send_flags & IBV_SEND_INLINE);
-  const std::uint32_t seq = lane.track(copied ? kNoBuffer : d.buffer);
-  if (++lane.unsignaled == lane.interval || !copied ||
+  const std::uint32_t what = inflight_what(d, copied);
+  const std::uint32_t seq = lane.track(what);
+  if (++lane.unsignaled == lane.interval || what != kNoBuffer ||
       lane.in_flight() + lane.interval >= lane.depth) {
     w.send_flags |= IBV_SEND_SIGNALED;
     lane.unsignaled = 0;
@@ -343,7 +332,7 @@ UNET_ALWAYS_INLINE int Endpoint::post_lone(Descriptor& d, Channel& c, Lane& lane
   ++stats_.doorbells;
   stats_.inline_sent += copied;
   const Status posted = lane.qp->post_send(w);
-  if (copied && !d.is_inline()) (void)buffers_.send_done(d.buffer);
+  if (buffer_posted_inline(d, copied)) (void)buffers_.send_done(d.buffer);
   send_queue_.pop();
   if (posted != Status::kOk) [[unlikely]] {
     post_refused(lane);

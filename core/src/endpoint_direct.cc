@@ -44,11 +44,13 @@ Status Endpoint::push_op(ChannelId ch, OpKind kind, const void* local, std::size
                          const RemoteToken* token, std::uint64_t offset, std::uint64_t tag,
                          std::span<const std::byte> head) noexcept {
   if (config_.mode != Mode::kDirectAccess) return Status::kInvalidState;
-  if (Status s = channel_status(ch); s != Status::kOk) return s;
+  Status why = Status::kOk;
+  const Channel* c = open_channel(ch, why);
+  if (!c) return why;
   if (!local || len == 0) return Status::kInvalidArgument;
   if (kind == OpKind::kSend) {
     // In 64 bits: head and payload together, however small max_message() is.
-    if (head.size() > kMaxSendHead || head.size() + len > channels_[ch]->max_message)
+    if (head.size() > kMaxSendHead || head.size() + len > c->max_message)
       return Status::kInvalidArgument;
   } else {
     if (config_.transport != Transport::kRc) return Status::kInvalidState;  // one-sided needs RC

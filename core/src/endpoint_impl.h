@@ -173,4 +173,19 @@ struct Endpoint::Lane {
   std::unique_ptr<std::uint32_t[]> held;
 };
 
+// endpoint.h: open_channel(). Here, for every data-path file.
+UNET_ALWAYS_INLINE const Endpoint::Channel* Endpoint::open_channel(ChannelId ch,
+                                                                   Status& why) const noexcept {
+  if (ch >= channels_.size()) {
+    why = Status::kNotFound;
+    return nullptr;
+  }
+  const Channel* c = channels_[ch].get();
+  if (c->state != Channel::State::kOpen) {
+    why = Status::kClosed;
+    return nullptr;
+  }
+  return c;
+}
+
 }  // namespace unet::core
