@@ -170,10 +170,12 @@ build_san() {
   build_tree "$build-san" "$sanitize_pass"
 }
 build_tsan() { build_tree "$build-tsan" thread unet_tsan_tests; }  # cmake/unet_test_labels.cmake
-# unet::boot without PMIx (UNET_PMIX=OFF): only what its unit tests need.
+# unet::boot without PMIx (UNET_PMIX=OFF): only what its unit tests need, unoptimized (they check
+# what builds and what it says, not speed).
 build_nopmix() {
   echo "== configure and build ($build-nopmix, UNET_PMIX=OFF) at ${SECONDS} s =="
   cmake -S . -B "$build-nopmix" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUNET_WERROR=ON \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -DNDEBUG" \
     -DUNET_PMIX=OFF -DUNET_BUILD_TESTS=ON -DUNET_BUILD_BENCH=OFF >/dev/null
   cmake --build "$build-nopmix" -j2 --target unet_boot_unit_tests uam_sample_sort
 }
