@@ -85,6 +85,7 @@ run_tier() {
     return 0
   fi
   echo "== $label tests ($tree, $where) at ${SECONDS} s =="
+  rm -f "$tree/Testing/Temporary/LastTest.log"  # count_cases reads this run's or none
   local cmd=(ctest --test-dir "$tree" "${select[@]}" --output-on-failure --no-tests=error)
   case $where in
     host) "${cmd[@]}" 2>&1 | tee "$log" || rc=$? ;;
@@ -107,12 +108,13 @@ run_tier() {
 }
 
 # The GoogleTest cases that passed in a tree's last ctest run, added to `cases`: a device tier's
-# test is a whole suite (cmake/unet_gtest_suites.cmake), so ctest's count says less there.
+# test is a whole suite (cmake/unet_gtest_suites.cmake), so ctest's count says less there. The
+# log is removed before each run: a run that ends without writing one counts nothing, not the last.
 cases=0
 count_cases() {
   local n
-  n=$(grep -hoE '^\[  PASSED  \] [0-9]+ tests?\.' "$1/Testing/Temporary/LastTest.log" 2>/dev/null |
-    awk '{s += $4} END {print s + 0}')
+  n=$({ grep -hoE '^\[  PASSED  \] [0-9]+ tests?\.' "$1/Testing/Temporary/LastTest.log" 2>/dev/null ||
+    true; } | awk '{s += $4} END {print s + 0}')  # no log, or no match: 0 (and no exit under set -e)
   cases=$((cases + n))
 }
 
@@ -264,6 +266,7 @@ fi
 if planned build_nopmix; then
   if await_build build_nopmix; then
     echo "== boot unit tests ($build-nopmix, host) at ${SECONDS} s =="
+    rm -f "$build-nopmix/Testing/Temporary/LastTest.log"
     ctest --test-dir "$build-nopmix" -L '^unit$' -R '^boot\.' --output-on-failure --no-tests=error 2>&1 |
       tee "$logdir/nopmix-unit.log" || status=1
     count_cases "$build-nopmix"
