@@ -2,9 +2,11 @@
 # bench/rxe_counters.sh [--lat] BUILD_DIR — packets on rxe, from the device's counters before and after
 # each run (/sys/class/infiniband/DEV/ports/1/hw_counters). By default, where a small-message stream's
 # time goes: the message rate of ib_send_bw (plain and with a 16-WR post list) and of unet_perf ep_bw (one
-# doorbell per message and per 16). With --lat, packets per round trip of the UD ping-pongs:
-# ib_send_lat -c UD beside unet_perf's ep_lat, am_lat (8 B) and stream_lat (64 B) over UD; both sides
-# are on one device, so 2.0 is one packet each way (unet's set-up and warm-up add a little). Run where an
+# doorbell per message and per 16). With --lat, packets per round trip of the ping-pongs: over UD,
+# ib_send_lat -c UD beside unet_perf's ep_lat, am_lat (8 B) and stream_lat (64 B); over RC, ib_send_lat
+# and ib_write_lat beside ep_lat (a ring channel) and am_lat (8 B). Both sides are on one device, so
+# 2.0 is one packet each way (UD) and 4.0 adds RC's acknowledgements; unet's set-up and warm-up add a
+# little. Run where an
 # rxe device exists, e.g. `ci/rxe-vm -- bench/rxe_counters.sh build-release`. Server and client are
 # pinned to two CPUs.
 set -euo pipefail
@@ -42,6 +44,10 @@ if ((lat)); then
   run "$build/bench/unet_perf" --test am_lat -c UD -d "$dev" -s 8 -n "$iters"
   run ib_send_lat -d "$dev" -c UD -s 64 -n "$iters" -F
   run "$build/bench/unet_perf" --test stream_lat -c UD -d "$dev" -s 64 -n "$iters"
+  run ib_send_lat -d "$dev" -s 8 -n "$iters" -F
+  run ib_write_lat -d "$dev" -s 8 -n "$iters" -F
+  run "$build/bench/unet_perf" --test ep_lat -d "$dev" -s 8 -n "$iters"
+  run "$build/bench/unet_perf" --test am_lat -d "$dev" -s 8 -n "$iters"
   exit 0
 fi
 run ib_send_bw -d "$dev" -s "$size" -n "$iters" -F
